@@ -1,0 +1,1 @@
+//! Annotation formats (filled in by the annotations work).

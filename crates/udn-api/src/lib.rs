@@ -1,0 +1,18 @@
+//! The udn API: everything the components agree on, as plain types.
+//!
+//! - [`crd`]: `UserDefinedNetwork` and `ClusterUserDefinedNetwork` (`k8s.ovn.org/v1`) with
+//!   the upstream schema and CEL validation rules.
+//! - [`nad`]: the `NetworkAttachmentDefinition` (`k8s.cni.cncf.io/v1`) type.
+//! - [`netconf`]: the OVN-Kubernetes CNI network configuration carried in a NAD.
+//! - [`render`]: the pure UDN/CUDN -> NAD render, byte for byte as upstream.
+//! - [`annotations`]: parse/format of the annotations udn reads and writes.
+//! - [`names`]: annotation keys, labels, finalizers and network naming.
+//!
+//! This crate does no I/O and depends on kube's derive/core side only.
+
+pub mod annotations;
+pub mod crd;
+pub mod nad;
+pub mod names;
+pub mod netconf;
+pub mod render;

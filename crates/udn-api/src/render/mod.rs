@@ -1,0 +1,1 @@
+//! UDN/CUDN -> NAD render.

@@ -1,0 +1,1 @@
+//! udn allocators.
