@@ -1,1 +1,40 @@
-//! udn allocators.
+//! udn allocators: network IDs, tunnel keys, host subnets, pod IPs, pod tunnel IDs, MACs,
+//! masquerade and gateway IPs.
+//!
+//! Everything here is pure and synchronous, and reproduces upstream OVN-Kubernetes allocation
+//! results bit for bit. Every allocator can be rebuilt from existing assignments (what the
+//! annotations say after a restart) and then never hands out an ID, subnet or address twice.
+
+mod family;
+mod gateway;
+mod id_pool;
+mod mac;
+mod masquerade;
+mod network_id;
+mod pod_ip;
+mod pod_tunnel_id;
+mod range_set;
+mod subnet;
+mod tunnel_key;
+
+pub use family::IpFamily;
+pub use gateway::{
+    GatewayError, InfrastructureIps, gateway_ip, layer2_infrastructure_ips, management_ip,
+};
+pub use id_pool::IdError;
+pub use mac::{MacAddress, ip_to_mac};
+pub use masquerade::{
+    GlobalMasqueradeIps, MasqueradeError, MasqueradeIps, UDN_MASQUERADE_IP_BASE, udn_masquerade_ips,
+};
+pub use network_id::{
+    DEFAULT_NETWORK_ID, DEFAULT_NETWORK_NAME, MAX_NETWORKS, NetworkId, NetworkIdAllocator,
+};
+pub use pod_ip::{PodIpAllocator, PodIpConfig, PodIpError, SubnetUsage};
+pub use pod_tunnel_id::{
+    FIRST_POD_TUNNEL_ID_WITH_TRANSIT_ROUTER, MAX_LOGICAL_PORT_TUNNEL_KEY, PodTunnelIdAllocator,
+};
+pub use subnet::{HostSubnetAllocator, RangeUsage, SubnetError};
+pub use tunnel_key::{
+    BASE_TRANSIT_SWITCH_TUNNEL_KEY, FIRST_ALLOCATABLE_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY,
+    TunnelKeyAllocator, TunnelKeyError, required_tunnel_keys,
+};
