@@ -11,6 +11,7 @@
 //! This crate does no I/O and depends on kube's derive/core side only.
 
 pub mod annotations;
+pub mod cluster;
 pub mod crd;
 pub mod nad;
 pub mod names;
