@@ -92,7 +92,12 @@ fn field_error(
     node: &Node,
     path: &str,
 ) -> FieldError {
-    let relative = error.field_path.trim_start_matches('.');
+    // Only a failed rule is reported at its `fieldPath`; a rule that could not be
+    // evaluated is reported at the node that holds it.
+    let relative = match error.kind {
+        ErrorKind::ValidationFailure => error.field_path.trim_start_matches('.'),
+        _ => "",
+    };
     let field = match (path.is_empty(), relative.is_empty()) {
         (true, true) => "<nil>".to_owned(),
         (true, false) => relative.to_owned(),

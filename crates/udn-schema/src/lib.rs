@@ -49,10 +49,12 @@ mod error;
 mod format;
 mod go_format;
 mod listtype;
+mod object_name;
 mod prune;
 mod schema;
 mod structural;
 mod validator;
 
 pub use error::{FieldError, FieldErrorKind, FieldErrors, SchemaError, invalid_message};
+pub use object_name::validate_object_name;
 pub use validator::{CEL_SKIPPED_MESSAGE, CrdValidator};

@@ -132,11 +132,14 @@ fn evaluation_errors_name_the_rule() {
     let v = validator(json!({
         "type": "object",
         "properties": {"list": {"type": "array", "items": {"type": "string"}}},
-        "x-kubernetes-validations": [{"rule": "self.list.size() > 0", "message": "list needs items"}],
+        "x-kubernetes-validations": [
+            {"rule": "self.list.size() > 0", "message": "list needs items", "fieldPath": ".list"},
+        ],
     }));
     assert_eq!(
         errors(&v, json!({}), None),
-        [r#"spec: Invalid value: "object": no such key: list evaluating rule: list needs items"#]
+        [r#"spec: Invalid value: "object": no such key: list evaluating rule: list needs items"#],
+        "an evaluation error is reported at the rule's node, not at its fieldPath"
     );
 }
 
