@@ -38,10 +38,15 @@
 //! # Ok::<(), udn_schema::SchemaError>(())
 //! ```
 //!
-//! Known differences from the apiserver: `metadata` is neither validated nor pruned;
-//! `allOf`/`anyOf`/`oneOf`/`not` value validations are not checked; the `email` and `uri`
-//! formats are approximated; a few CEL behaviours follow `kube-cel` (see the crate README
-//! of `udn-api`'s CRD tests for what the UDN/CUDN rules need).
+//! Known differences from the apiserver:
+//! - `metadata` is neither validated nor pruned (names and namespaces are checked
+//!   elsewhere);
+//! - `allOf`/`anyOf`/`oneOf`/`not` value validations are not checked;
+//! - the `email` and `uri` formats are approximations of Go's parsers;
+//! - CEL runs on `kube-cel`: the text of a runtime error (`... evaluating rule: <message>`)
+//!   is cel-go's only for missing keys, bad indexes and division by zero; `==` on `set` and
+//!   `map` lists compares in order; `optionalOldSelf` binds `oldSelf` to `null` rather than
+//!   an optional; there is no cost budget.
 
 mod cel;
 mod correlate;
