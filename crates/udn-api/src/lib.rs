@@ -7,6 +7,7 @@
 //! - [`render`]: the pure UDN/CUDN -> NAD render, byte for byte as upstream.
 //! - [`annotations`]: parse/format of the annotations udn reads and writes.
 //! - [`names`]: annotation keys, labels, finalizers and network naming.
+//! - [`selector`]: label selector matching.
 //!
 //! This crate does no I/O and depends on kube's derive/core side only.
 
@@ -17,3 +18,4 @@ pub mod nad;
 pub mod names;
 pub mod netconf;
 pub mod render;
+pub mod selector;
