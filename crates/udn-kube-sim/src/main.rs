@@ -1,0 +1,2 @@
+//! `udn-kube-sim`: (Skeleton: being implemented.)
+fn main() {}
