@@ -74,6 +74,16 @@ impl ApiError {
         .details(group, plural, name)
     }
 
+    /// 404 for a resource (or subresource) the server does not serve:
+    /// `the server could not find the requested resource`.
+    pub fn resource_not_served() -> Self {
+        Self::with(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".to_owned(),
+        )
+    }
+
     /// 409: `<plural>[.<group>] "<name>" already exists`.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
         Self::with(

@@ -1,4 +1,44 @@
-//! Storage and semantics behind [`crate::Sim`]. (Skeleton: being implemented.)
+//! Storage and semantics behind [`crate::Sim`].
+//!
+//! One [`std::sync::Mutex`] guards the whole [`State`]; every operation takes it once,
+//! runs to completion (including the follow-up work of the emulated garbage collector,
+//! namespace controller and CRD finalizer) and releases it before returning. Nothing
+//! awaits while holding it. Watchers get changes as `Arc`s through a broadcast channel
+//! fed under the lock, so their order is the resourceVersion order.
+//!
+//! Deliberate differences from kube-apiserver:
+//! - the controllers run synchronously inside the request that triggers them: a delete
+//!   returns the marked object, but dependents, namespace content and the namespace
+//!   itself may already be gone when it returns (their events are in the log in order);
+//! - every deletion is immediate (no graceful deletion of pods: there is no kubelet);
+//! - core/v1 and events.k8s.io/v1 Events are stored separately;
+//! - a `/status` write keeps all metadata (only `managedFields` and `status` change);
+//! - a watch from a resourceVersion newer than the newest starts there instead of waiting;
+//! - list pages after the first are served from the current state (continue tokens carry
+//!   the first page's resourceVersion, which every page reports);
+//! - managedFields are only maintained by server-side apply (in the patch module).
+
+// `ApiError` is the crate's contract error type (the `Sim` API returns it by value).
+#![allow(clippy::result_large_err)]
+
+mod collect;
+mod crd;
+mod create;
+mod defaults;
+mod delete;
+mod field_selector;
+mod filter;
+mod label_selector;
+mod list;
+mod meta;
+mod registry;
+mod snapshot;
+mod state;
+mod update;
+mod validate;
+mod watch;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
@@ -8,51 +48,96 @@ use crate::options::{
 };
 use crate::resource::{ResourceKey, ResourceType};
 use crate::sim::{SimConfig, WatchStream};
+use state::State;
 
-#[derive(Debug)]
+/// Capacity of the channel that wakes watchers; a watcher further behind replays the
+/// change log.
+const CHANNEL_CAPACITY: usize = 1 << 14;
+
+/// Take the state lock (a panic elsewhere does not poison the server).
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The shared server state.
 pub(crate) struct Shared {
     config: SimConfig,
+    state: Arc<Mutex<State>>,
 }
 
-fn pending() -> ApiError {
-    ApiError::internal("not implemented yet")
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("config", &self.config)
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
+    }
 }
 
-#[allow(clippy::unused_self, unused_variables, clippy::needless_pass_by_value)]
 impl Shared {
     pub(crate) fn new(config: SimConfig) -> Self {
-        Self { config }
+        let state = State::new(config.watch_history, CHANNEL_CAPACITY);
+        Self {
+            config,
+            state: Arc::new(Mutex::new(state)),
+        }
     }
+
+    /// Run a write and the controller work it queued, under one lock.
+    fn write<T>(&self, op: impl FnOnce(&mut State) -> Result<T, ApiError>) -> Result<T, ApiError> {
+        let mut state = lock(&self.state);
+        let result = op(&mut state);
+        state.drain();
+        result
+    }
+
     pub(crate) fn resource_types(&self) -> Vec<ResourceType> {
-        Vec::new()
+        lock(&self.state)
+            .registry
+            .all()
+            .map(|entry| entry.rt.clone())
+            .collect()
     }
+
     pub(crate) fn resource_type(
         &self,
         group: &str,
         version: &str,
         plural: &str,
     ) -> Option<ResourceType> {
-        None
+        let key = ResourceKey {
+            group: group.to_owned(),
+            plural: plural.to_owned(),
+        };
+        lock(&self.state)
+            .registry
+            .get(&key)
+            .filter(|entry| entry.rt.versions.iter().any(|v| v == version))
+            .map(|entry| entry.rt.clone())
     }
+
     pub(crate) fn resource_version(&self) -> u64 {
-        0
+        lock(&self.state).rv
     }
+
     pub(crate) fn get(
         &self,
         key: &ResourceKey,
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        lock(&self.state).get_one(key, namespace, name)
     }
+
     pub(crate) fn list(
         &self,
         key: &ResourceKey,
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        lock(&self.state).list(key, namespace, opts)
     }
+
     pub(crate) fn create(
         &self,
         key: &ResourceKey,
@@ -60,8 +145,9 @@ impl Shared {
         object: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        self.write(|state| state.create(key, namespace, object, opts))
     }
+
     pub(crate) fn update(
         &self,
         key: &ResourceKey,
@@ -71,9 +157,10 @@ impl Shared {
         subresource: Subresource,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        self.write(|state| state.update(key, namespace, name, object, subresource, opts))
     }
-    #[allow(clippy::too_many_arguments)]
+
+    #[allow(clippy::too_many_arguments)] // mirrors the REST call's parts one to one
     pub(crate) fn patch(
         &self,
         key: &ResourceKey,
@@ -84,8 +171,9 @@ impl Shared {
         subresource: Subresource,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        self.write(|state| state.patch(key, namespace, name, kind, body, subresource, opts))
     }
+
     pub(crate) fn delete(
         &self,
         key: &ResourceKey,
@@ -93,8 +181,9 @@ impl Shared {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        self.write(|state| state.delete(key, namespace, name, opts))
     }
+
     pub(crate) fn delete_collection(
         &self,
         key: &ResourceKey,
@@ -102,21 +191,53 @@ impl Shared {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        Err(pending())
+        self.write(|state| state.delete_collection(key, namespace, list, opts))
     }
+
     pub(crate) fn watch(
         &self,
         key: &ResourceKey,
         namespace: Option<&str>,
         opts: &WatchOptions,
     ) -> Result<WatchStream, ApiError> {
-        Err(pending())
+        watch::start(
+            &self.state,
+            self.config.bookmark_interval,
+            key,
+            namespace,
+            opts,
+        )
     }
-    pub(crate) fn compact(&self) {}
+
+    pub(crate) fn compact(&self) {
+        lock(&self.state).compact();
+    }
+
     pub(crate) fn export(&self) -> Vec<Value> {
-        Vec::new()
+        lock(&self.state).export()
     }
+
     pub(crate) fn import(&self, objects: Vec<Value>) -> Result<(), ApiError> {
-        Err(pending())
+        lock(&self.state).import(objects)
+    }
+}
+
+impl State {
+    /// GET.
+    fn get_one(
+        &self,
+        key: &ResourceKey,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let entry = self.registry.entry(key)?;
+        let namespace = if entry.rt.namespaced {
+            namespace.unwrap_or_default()
+        } else {
+            ""
+        };
+        self.get(&state::ObjRef::new(key, namespace, name))
+            .map(|obj| (**obj).clone())
+            .ok_or_else(|| ApiError::not_found(&entry.rt.group, &entry.rt.plural, name))
     }
 }
