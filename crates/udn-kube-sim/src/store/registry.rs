@@ -2,6 +2,7 @@
 //! per-type behaviour the real server's registry strategies give them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::error::ApiError;
 use crate::resource::{ResourceKey, ResourceType};
@@ -120,7 +121,7 @@ fn builtin_type(
 /// Every served type, by key.
 #[derive(Debug)]
 pub(super) struct Registry {
-    types: BTreeMap<ResourceKey, TypeEntry>,
+    types: BTreeMap<ResourceKey, Arc<TypeEntry>>,
 }
 
 impl Registry {
@@ -221,17 +222,17 @@ impl Registry {
         Self {
             types: entries
                 .into_iter()
-                .map(|entry| (entry.rt.key(), entry))
+                .map(|entry| (entry.rt.key(), Arc::new(entry)))
                 .collect(),
         }
     }
 
     pub(super) fn get(&self, key: &ResourceKey) -> Option<&TypeEntry> {
-        self.types.get(key)
+        self.types.get(key).map(Arc::as_ref)
     }
 
     /// The type, or the 404 the server answers for a resource it does not serve.
-    pub(super) fn entry(&self, key: &ResourceKey) -> Result<TypeEntry, ApiError> {
+    pub(super) fn entry(&self, key: &ResourceKey) -> Result<Arc<TypeEntry>, ApiError> {
         self.types
             .get(key)
             .cloned()
@@ -239,22 +240,25 @@ impl Registry {
     }
 
     /// The type of objects with this `apiVersion` and `kind`.
-    pub(super) fn by_kind(&self, api_version: &str, kind: &str) -> Option<&TypeEntry> {
+    pub(super) fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<TypeEntry>> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        self.types.values().find(|entry| {
-            entry.rt.group == group
-                && entry.rt.kind == kind
-                && entry.rt.versions.iter().any(|v| v == version)
-        })
+        self.types
+            .values()
+            .find(|entry| {
+                entry.rt.group == group
+                    && entry.rt.kind == kind
+                    && entry.rt.versions.iter().any(|v| v == version)
+            })
+            .cloned()
     }
 
     pub(super) fn all(&self) -> impl Iterator<Item = &TypeEntry> {
-        self.types.values()
+        self.types.values().map(Arc::as_ref)
     }
 
     /// Start (or keep) serving a CRD's type.
     pub(super) fn register(&mut self, entry: TypeEntry) {
-        self.types.insert(entry.rt.key(), entry);
+        self.types.insert(entry.rt.key(), Arc::new(entry));
     }
 
     /// Stop serving a custom type.

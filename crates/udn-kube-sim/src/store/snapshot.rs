@@ -32,7 +32,7 @@ impl State {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let Some(entry) = self.registry.by_kind(api_version, kind).cloned() else {
+            let Some(entry) = self.registry.by_kind(api_version, kind) else {
                 return Err(ApiError::bad_request(format!(
                     "cannot restore {kind} of apiVersion {api_version:?}: the server does not serve that type"
                 )));

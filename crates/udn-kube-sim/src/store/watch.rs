@@ -253,7 +253,7 @@ pub(super) fn start(
         namespace,
         filter,
         api_version: entry.api_version(),
-        kind: entry.rt.kind,
+        kind: entry.rt.kind.clone(),
     };
     let mut pending = VecDeque::new();
     let from = opts.resource_version.as_deref().unwrap_or_default();
