@@ -197,7 +197,6 @@ impl FieldSelector {
     fn field_value(&self, obj: &Value, field: &str) -> String {
         let path = match (self.builtin, field) {
             (_, "metadata.namespace") if !self.namespaced => return String::new(),
-            (Some(Builtin::EventsV1), f) => events_v1_path(f),
             (Some(Builtin::Event), "source") => {
                 let component = render(obj.pointer("/source/component"));
                 return if component.is_empty() {
@@ -220,17 +219,6 @@ impl FieldSelector {
             (None, "spec.hostNetwork" | "spec.unschedulable") => "false".to_owned(),
             _ => render(value),
         }
-    }
-}
-
-/// The events.k8s.io/v1 field behind a core Event field label.
-fn events_v1_path(field: &str) -> String {
-    if let Some(rest) = field.strip_prefix("involvedObject.") {
-        return format!("regarding.{rest}");
-    }
-    match field {
-        "reportingComponent" | "source" => "reportingController".to_owned(),
-        other => other.to_owned(),
     }
 }
 

@@ -11,7 +11,6 @@
 //!   returns the marked object, but dependents, namespace content and the namespace
 //!   itself may already be gone when it returns (their events are in the log in order);
 //! - every deletion is immediate (no graceful deletion of pods: there is no kubelet);
-//! - core/v1 and events.k8s.io/v1 Events are stored separately;
 //! - a `/status` write keeps all metadata (only `managedFields` and `status` change);
 //! - a watch from a resourceVersion newer than the newest starts there instead of waiting;
 //! - list pages after the first are served from the current state (continue tokens carry
@@ -26,6 +25,7 @@ mod crd;
 mod create;
 mod defaults;
 mod delete;
+mod events;
 mod field_selector;
 mod filter;
 mod label_selector;
@@ -83,6 +83,29 @@ impl Shared {
         }
     }
 
+    /// Run `op` on the storage behind `key`: for the events.k8s.io view, on the core
+    /// Events with the body converted in and the result (a list when `list`) out.
+    fn through_view(
+        key: &ResourceKey,
+        body: Option<Value>,
+        list: bool,
+        op: impl FnOnce(&ResourceKey, Option<Value>) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        if !events::is_view(key) {
+            return op(key, body);
+        }
+        let body = body.map(|body| events::to_core(&body));
+        op(&events::core_key(), body)
+            .map(|out| {
+                if list {
+                    events::list_to_view(out)
+                } else {
+                    events::to_view(&out)
+                }
+            })
+            .map_err(events::error_to_view)
+    }
+
     /// Run a write and the controller work it queued, under one lock.
     fn write<T>(&self, op: impl FnOnce(&mut State) -> Result<T, ApiError>) -> Result<T, ApiError> {
         let mut state = lock(&self.state);
@@ -126,7 +149,9 @@ impl Shared {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Value, ApiError> {
-        lock(&self.state).get_one(key, namespace, name)
+        Self::through_view(key, None, false, |key, _| {
+            lock(&self.state).get_one(key, namespace, name)
+        })
     }
 
     pub(crate) fn list(
@@ -135,7 +160,9 @@ impl Shared {
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<Value, ApiError> {
-        lock(&self.state).list(key, namespace, opts)
+        Self::through_view(key, None, true, |key, _| {
+            lock(&self.state).list(key, namespace, opts)
+        })
     }
 
     pub(crate) fn create(
@@ -145,7 +172,10 @@ impl Shared {
         object: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.write(|state| state.create(key, namespace, object, opts))
+        Self::through_view(key, Some(object), false, |key, object| {
+            let object = object.unwrap_or_default();
+            self.write(|state| state.create(key, namespace, object, opts))
+        })
     }
 
     pub(crate) fn update(
@@ -157,7 +187,10 @@ impl Shared {
         subresource: Subresource,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.write(|state| state.update(key, namespace, name, object, subresource, opts))
+        Self::through_view(key, Some(object), false, |key, object| {
+            let object = object.unwrap_or_default();
+            self.write(|state| state.update(key, namespace, name, object, subresource, opts))
+        })
     }
 
     #[allow(clippy::too_many_arguments)] // mirrors the REST call's parts one to one
@@ -181,7 +214,9 @@ impl Shared {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        self.write(|state| state.delete(key, namespace, name, opts))
+        Self::through_view(key, None, false, |key, _| {
+            self.write(|state| state.delete(key, namespace, name, opts))
+        })
     }
 
     pub(crate) fn delete_collection(
@@ -191,7 +226,9 @@ impl Shared {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        self.write(|state| state.delete_collection(key, namespace, list, opts))
+        Self::through_view(key, None, true, |key, _| {
+            self.write(|state| state.delete_collection(key, namespace, list, opts))
+        })
     }
 
     pub(crate) fn watch(
@@ -200,6 +237,17 @@ impl Shared {
         namespace: Option<&str>,
         opts: &WatchOptions,
     ) -> Result<WatchStream, ApiError> {
+        if events::is_view(key) {
+            return watch::start(
+                &self.state,
+                self.config.bookmark_interval,
+                &events::core_key(),
+                namespace,
+                opts,
+            )
+            .map(events::stream_to_view)
+            .map_err(events::error_to_view);
+        }
         watch::start(
             &self.state,
             self.config.bookmark_interval,

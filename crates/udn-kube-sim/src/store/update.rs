@@ -8,7 +8,7 @@ use udn_schema::{FieldError, FieldErrorKind, FieldErrors};
 use super::create::{ensure_object, place_namespace, set_type_meta};
 use super::registry::{Builtin, TypeEntry};
 use super::state::{ObjRef, State};
-use super::{crd, defaults, meta, validate};
+use super::{crd, defaults, events, meta, validate};
 use crate::error::ApiError;
 use crate::options::{PatchKind, Subresource, WriteOptions};
 use crate::patch::{PatchContext, apply_patch};
@@ -230,7 +230,8 @@ impl State {
     }
 
     /// PATCH: the patch applied to the stored object, then the update (or, for an apply
-    /// patch of a missing object, the create) path.
+    /// patch of a missing object, the create) path. The events.k8s.io view patches the
+    /// converted core Event.
     #[allow(clippy::too_many_arguments)] // mirrors the REST call's parts one to one
     pub(super) fn patch(
         &mut self,
@@ -246,13 +247,25 @@ impl State {
         if subresource == Subresource::Status && !entry.rt.status_subresource {
             return Err(ApiError::resource_not_served());
         }
+        let view = events::is_view(key);
+        let storage = if view {
+            events::core_key()
+        } else {
+            key.clone()
+        };
         let ns = if entry.rt.namespaced {
             namespace.unwrap_or_default()
         } else {
             ""
         };
-        let r = ObjRef::new(key, ns, name);
-        let current = self.get(&r).map(|obj| (**obj).clone());
+        let r = ObjRef::new(&storage, ns, name);
+        let current = self.get(&r).map(|obj| {
+            if view {
+                events::to_view(obj)
+            } else {
+                (**obj).clone()
+            }
+        });
         if current.is_none() && kind != PatchKind::Apply {
             return Err(ApiError::not_found(&entry.rt.group, &entry.rt.plural, name));
         }
@@ -272,21 +285,31 @@ impl State {
         };
         let mut patched = apply_patch(current.as_ref(), kind, body, &ctx)?;
         ensure_object(&patched)?;
+        if view {
+            patched = events::to_core(&patched);
+        }
         if meta::meta_str(&patched, "name").is_empty() {
             meta::set_meta(&mut patched, "name", json!(name));
         }
-        match current {
+        let result = match current {
             None => {
                 check_name(&patched, name)?;
                 meta::set_meta(&mut patched, "resourceVersion", Value::Null);
-                self.create(key, r.ns(), patched, opts)
+                self.create(&storage, r.ns(), patched, opts)
             }
             Some(current) => {
                 if meta::meta_str(&patched, "resourceVersion").is_empty() {
                     meta::set_resource_version(&mut patched, meta::resource_version(&current));
                 }
-                self.update(key, r.ns(), name, patched, subresource, opts)
+                self.update(&storage, r.ns(), name, patched, subresource, opts)
             }
+        };
+        if view {
+            result
+                .map(|obj| events::to_view(&obj))
+                .map_err(events::error_to_view)
+        } else {
+            result
         }
     }
 }
