@@ -5,6 +5,8 @@
 //! loopback (`udn-kube-sim serve`), which `kubectl` can use too.
 
 pub mod error;
+pub mod http;
+pub mod kubeconfig;
 pub mod options;
 pub(crate) mod patch;
 pub mod resource;
