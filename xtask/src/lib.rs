@@ -2,6 +2,7 @@
 //!
 //! Each subcommand lives in its own module; `main.rs` only parses the command line.
 
+pub mod bench;
 pub mod codegen;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,26 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Run a benchmark; prints its figures and records them in docs/benchmarks.md.
+    Bench {
+        /// What to measure.
+        #[command(subcommand)]
+        target: BenchTarget,
+    },
+}
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchTarget {
+    /// The in-memory API server: objects/s written, watch events/s delivered.
+    KubeSim {
+        /// Objects to write.
+        #[arg(long, default_value_t = 10_000)]
+        objects: usize,
+        /// Concurrent watchers.
+        #[arg(long, default_value_t = 10)]
+        watchers: usize,
+    },
 }
 
 impl Cli {
@@ -33,6 +54,11 @@ impl Cli {
         match self.command {
             Command::Codegen { check: true } => codegen::check(&root),
             Command::Codegen { check: false } => codegen::write(&root),
+            // Figures from a debug build would be meaningless: re-run optimised.
+            Command::Bench { .. } if cfg!(debug_assertions) => bench::rerun_release(&root),
+            Command::Bench {
+                target: BenchTarget::KubeSim { objects, watchers },
+            } => bench::kube_sim::run_and_record(&root, objects, watchers),
         }
     }
 }

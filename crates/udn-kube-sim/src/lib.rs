@@ -4,6 +4,10 @@
 //! an in-memory server, either in-process (a `tower::Service`, no socket) or over HTTP on
 //! loopback (`udn-kube-sim serve`), which `kubectl` can use too.
 
+// ApiError mirrors metav1.Status (message, details, causes); errors are the rare path of
+// a request, so its size does not matter and boxing it would only add noise.
+#![allow(clippy::result_large_err)]
+
 pub mod error;
 pub mod http;
 pub mod kubeconfig;

@@ -1,0 +1,23 @@
+//! `cargo xtask bench <target>`: benchmarks that print their figures and record them in
+//! `docs/benchmarks.md`. Figures come from these runs, never from timed tests.
+
+pub mod kube_sim;
+mod report;
+mod rss;
+
+pub use report::record;
+pub use rss::peak_rss_mb;
+
+/// Run this same `cargo xtask bench ...` command again from a release build of xtask.
+pub fn rerun_release(root: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = std::process::Command::new(cargo)
+        .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        .args(std::env::args().skip(1))
+        .current_dir(root)
+        .status()
+        .context("running the release build of xtask")?;
+    anyhow::ensure!(status.success(), "benchmark failed ({status})");
+    Ok(())
+}
