@@ -13,6 +13,8 @@
 
 pub mod annotations;
 pub mod cluster;
+#[cfg(feature = "cli")]
+pub mod cluster_args;
 pub mod crd;
 pub mod nad;
 pub mod names;

@@ -31,11 +31,6 @@ impl Problem {
     pub(crate) fn new(origin: String, message: String) -> Self {
         Self { origin, message }
     }
-
-    /// A bad command-line flag.
-    pub(crate) fn flag(name: &str, err: &dyn fmt::Display) -> Self {
-        Self::new(name.to_owned(), err.to_string())
-    }
 }
 
 impl fmt::Display for Problem {
