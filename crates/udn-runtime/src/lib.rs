@@ -1,0 +1,1 @@
+//! Shared plumbing of udn binaries (being built).
