@@ -31,6 +31,7 @@ fn crd_files_are_named_as_controller_gen_names_them() {
             "manifests/crds/k8s.ovn.org_userdefinednetworks.yaml",
             "manifests/crds/k8s.ovn.org_clusteruserdefinednetworks.yaml",
             "manifests/crds/k8s.cni.cncf.io_network-attachment-definitions.yaml",
+            "manifests/crds/k8s.cni.cncf.io_ipamclaims.yaml",
         ]
     );
 }

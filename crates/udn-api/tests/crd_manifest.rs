@@ -44,6 +44,7 @@ fn names_scopes_and_subresources() {
                 ["nad", "net-attach-def"],
                 null
             ]),
+            json!(["ipamclaims.k8s.cni.cncf.io", "Namespaced", null, {"status": {}}]),
         ]
     );
 }

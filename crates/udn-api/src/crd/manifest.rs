@@ -38,13 +38,14 @@ pub fn cluster_user_defined_network_crd() -> CustomResourceDefinition {
     crd
 }
 
-/// Every CRD udn needs in a cluster: UserDefinedNetwork, ClusterUserDefinedNetwork and
-/// Multus' NetworkAttachmentDefinition.
+/// Every CRD udn needs in a cluster: UserDefinedNetwork, ClusterUserDefinedNetwork,
+/// Multus' NetworkAttachmentDefinition and the persistent-IPs IPAMClaim.
 pub fn manifests() -> Vec<CustomResourceDefinition> {
     vec![
         user_defined_network_crd(),
         cluster_user_defined_network_crd(),
         nad::network_attachment_definition_crd(),
+        crate::ipamclaim::ipam_claim_crd(),
     ]
 }
 
