@@ -11,3 +11,4 @@
 pub mod config;
 pub mod context;
 pub mod metrics;
+pub mod network;
