@@ -10,5 +10,7 @@
 
 pub mod config;
 pub mod context;
+pub mod layer2_ipam;
 pub mod metrics;
 pub mod network;
+pub mod node_subnets;
