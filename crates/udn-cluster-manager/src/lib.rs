@@ -14,3 +14,4 @@ pub mod layer2_ipam;
 pub mod metrics;
 pub mod network;
 pub mod node_subnets;
+pub mod run;
