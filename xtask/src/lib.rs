@@ -45,6 +45,15 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 10)]
         watchers: usize,
     },
+    /// The cluster-manager: time until N UDNs and M nodes converge, reconciles/s, RSS.
+    ClusterManager {
+        /// UDNs, one per namespace.
+        #[arg(long, default_value_t = 1000)]
+        udns: usize,
+        /// Nodes.
+        #[arg(long, default_value_t = 100)]
+        nodes: usize,
+    },
 }
 
 impl Cli {
@@ -59,6 +68,9 @@ impl Cli {
             Command::Bench {
                 target: BenchTarget::KubeSim { objects, watchers },
             } => bench::kube_sim::run_and_record(&root, objects, watchers),
+            Command::Bench {
+                target: BenchTarget::ClusterManager { udns, nodes },
+            } => bench::cluster_manager::run_and_record(&root, udns, nodes),
         }
     }
 }

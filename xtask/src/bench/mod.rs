@@ -1,6 +1,7 @@
 //! `cargo xtask bench <target>`: benchmarks that print their figures and record them in
 //! `docs/benchmarks.md`. Figures come from these runs, never from timed tests.
 
+pub mod cluster_manager;
 pub mod kube_sim;
 mod report;
 mod rss;
