@@ -23,5 +23,9 @@ async fn udns_can_be_created_through_the_client() {
     ))
     .unwrap();
     let err = api.create(&PostParams::default(), &bad).await.unwrap_err();
-    assert!(err.to_string().contains("Subnets must not overlap or contain each other"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Subnets must not overlap or contain each other"),
+        "{err}"
+    );
 }

@@ -80,6 +80,9 @@ pub async fn run(
             run_controllers(&shared, queues, &shutdown).await;
             Ok(())
         }
+        // The watches end when shutdown fires, which drops the cache writers: a cache that
+        // never became ready because of that is a clean stop, not an error.
+        Some(Err(_)) if shutdown.clone().now_or_never().is_some() => Ok(()),
         Some(Err(err)) => Err(err),
         None => Ok(()),
     };
