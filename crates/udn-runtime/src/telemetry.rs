@@ -58,8 +58,11 @@ pub fn init(format: LogFormat, filter: Option<&str>) -> Result<(), TelemetryErro
     if *installed {
         return Ok(());
     }
+    // Colours only for a person at a terminal, never into log files or collectors.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let result = match format {
         LogFormat::Plain => builder.try_init(),
