@@ -20,7 +20,7 @@ const FIND_KIND_TYPE: &str = "struct { APIVersion string \"json:\\\"apiVersion,o
 pub(super) fn decode_patched(
     patched: Value,
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<Value, ApiError> {
     if let Some(detail) = decode_problem(&patched, ctx, schema) {
         let rendered = serde_json::to_string(&patched).unwrap_or_default();
@@ -32,7 +32,11 @@ pub(super) fn decode_patched(
 }
 
 /// Why `patched` does not decode as an object of the kind, in the decoder's words.
-fn decode_problem(patched: &Value, ctx: &PatchContext<'_>, schema: &TypeSchema) -> Option<String> {
+fn decode_problem(
+    patched: &Value,
+    ctx: &PatchContext<'_>,
+    schema: &TypeSchema<'_>,
+) -> Option<String> {
     let Value::Object(map) = patched else {
         return Some(format!(
             "couldn't get version/kind; json parse error: {}",

@@ -299,7 +299,7 @@ pub(crate) fn strip_meta(set: &mut FieldSet) {
 }
 
 /// The top-level field whose contents the write path resets, and so no manager owns.
-pub(crate) fn reset_field(ctx: &PatchContext<'_>, schema: &TypeSchema) -> Option<&'static str> {
+pub(crate) fn reset_field(ctx: &PatchContext<'_>, schema: &TypeSchema<'_>) -> Option<&'static str> {
     match ctx.subresource {
         Subresource::Main => schema.has_status().then_some("status"),
         Subresource::Status => Some("spec"),
@@ -331,7 +331,7 @@ pub(crate) fn record_update(
     current: Option<&Value>,
     updated: &mut Value,
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) {
     let Some(manager) = ctx.field_manager.filter(|m| !m.is_empty()) else {
         return;

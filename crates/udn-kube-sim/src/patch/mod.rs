@@ -30,24 +30,26 @@
 //!
 //! # What is approximated
 //!
-//! - Only the lists in [`schema`] merge by key (metadata `ownerReferences` by `uid` and
+//! - Built-in kinds: only the lists in [`schema`] merge by key (metadata `ownerReferences` by `uid` and
 //!   `finalizers` as a set for every kind; Pod containers, init and ephemeral containers
 //!   by `name` with their `ports`, `env`, `volumeMounts`, `volumeDevices`; Pod `volumes`,
 //!   `imagePullSecrets`, `hostAliases`, `topologySpreadConstraints`, `schedulingGates`,
 //!   `resourceClaims`, `status.conditions`, `status.podIPs`; Node `spec.podCIDRs`,
 //!   `status.conditions`, `status.addresses`; Service `spec.ports`, `status.conditions`;
 //!   Namespace `status.conditions`; CRD `status.conditions` for apply). Every other list
-//!   is replaced by a strategic merge patch and atomic for apply; custom resource lists
-//!   are atomic (CRD list-type hints are not passed in). Node `spec.taints` has no patch
-//!   strategy upstream and is replaced, as there.
+//!   is replaced by a strategic merge patch and atomic for apply. Node `spec.taints` has
+//!   no patch strategy upstream and is replaced, as there. Custom resources follow their
+//!   CRD's `x-kubernetes-list-type`/`-list-map-keys`/`-map-type` for apply ([`hints`],
+//!   [`PatchContext::schema_hints`]); without hints their lists are atomic.
 //! - The typed decode that follows a patch upstream is reduced to: the object must be a
 //!   JSON object with the kind's `apiVersion`/`kind` (filled in when missing for built-in
 //!   kinds) and string `metadata.name`/`namespace`/`uid`; after a strategic merge patch,
 //!   directive keys and `null` fields are dropped. Unknown fields are kept, defaults are
 //!   not applied, `fieldValidation` is not supported.
-//! - Field ownership: all objects are granular (no `+structType=atomic`); the
-//!   `.` member of a new object in an `Update` entry is recorded wherever the field did
-//!   not exist before (upstream it depends on Go zero values); ownership is tracked at one
+//! - Field ownership: all objects of built-in kinds are granular (no
+//!   `+structType=atomic`; custom resources honour `x-kubernetes-map-type`); the `.`
+//!   member of a new object in an `Update` entry is recorded wherever the field did not
+//!   exist before (upstream it depends on Go zero values); ownership is tracked at one
 //!   apiVersion (no conversion between versions); the `last-applied-configuration`
 //!   annotation is neither read nor written.
 //! - Reset fields: `status` for the main resource of every kind except Event,
@@ -69,6 +71,7 @@ mod apply;
 mod errors;
 mod fields;
 mod gofmt;
+mod hints;
 mod identity;
 mod json;
 mod managed;
@@ -80,6 +83,8 @@ mod strategic;
 mod tests;
 
 use serde_json::Value;
+
+pub(crate) use hints::SchemaHints;
 
 use crate::error::ApiError;
 use crate::options::{PatchKind, Subresource};
@@ -107,6 +112,9 @@ pub(crate) struct PatchContext<'a> {
     pub(crate) subresource: Subresource,
     /// Now, RFC 3339 (for managedFields times).
     pub(crate) now: &'a str,
+    /// A custom resource's server-side apply hints from its CRD's structural schema
+    /// (`None`: built-in kinds, which use the table in [`schema`]).
+    pub(crate) schema_hints: Option<&'a SchemaHints>,
 }
 
 /// Apply `body` of `kind` to `current` (the stored object; `None` only for a server-side
@@ -120,7 +128,7 @@ pub(crate) fn apply_patch(
     body: &[u8],
     ctx: &PatchContext<'_>,
 ) -> Result<Value, ApiError> {
-    let schema = schema::TypeSchema::of(ctx.group, ctx.kind);
+    let schema = schema::TypeSchema::of(ctx.group, ctx.kind, ctx.schema_hints);
     request::check(kind, body, ctx, &schema)?;
     let Some(current) = current else {
         return match kind {
@@ -150,6 +158,6 @@ pub(crate) fn apply_patch(
 /// without a field manager. For the store's create and update paths.
 #[allow(dead_code)] // offered to the store; patches already record through apply_patch
 pub(crate) fn record_update(current: Option<&Value>, updated: &mut Value, ctx: &PatchContext<'_>) {
-    let schema = schema::TypeSchema::of(ctx.group, ctx.kind);
+    let schema = schema::TypeSchema::of(ctx.group, ctx.kind, ctx.schema_hints);
     managed::record_update(current, updated, ctx, &schema);
 }

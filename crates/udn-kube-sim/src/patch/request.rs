@@ -17,7 +17,7 @@ pub(super) fn check(
     kind: PatchKind,
     body: &[u8],
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<(), ApiError> {
     if kind == PatchKind::StrategicMerge && !schema.builtin() {
         return Err(errors::strategic_merge_unsupported());

@@ -8,21 +8,56 @@
 //! The two differ: `spec.ports` of a Service merges by `port` in a strategic merge patch
 //! but is keyed by `port` and `protocol` for apply; Node `spec.taints` has no patch
 //! strategy at all (a strategic merge patch replaces it). A list not in the table is
-//! replaced by a strategic merge patch and atomic for apply. Custom resources get only the
-//! `metadata` rules (CRD schema hints such as `x-kubernetes-list-map-keys` are not passed
-//! to the patch code, so their lists are atomic).
+//! replaced by a strategic merge patch and atomic for apply. Custom resources get the
+//! `metadata` rules from the table and everything else from their CRD's structural schema
+//! ([`SchemaHints`], passed in through the patch context).
 
 use serde_json::{Value, json};
 
+use super::hints::{MapKey, SchemaHints};
+
 /// How server-side apply treats a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ListType {
+pub(crate) enum ListType<'a> {
     /// Replaced as a whole and owned as one field.
     Atomic,
     /// A set of scalars: merged by value, each value owned separately.
     Set,
     /// An associative list: merged by the key fields, each item owned separately.
-    Map(&'static [&'static str]),
+    Map(MapKeys<'a>),
+}
+
+/// The key fields of an associative list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MapKeys<'a> {
+    /// From the built-in table; defaults from [`key_default`].
+    Builtin(&'static [&'static str]),
+    /// From a CRD's `x-kubernetes-list-map-keys`, with the key fields' schema defaults.
+    Schema(&'a [MapKey]),
+}
+
+impl<'a> MapKeys<'a> {
+    /// The key field names with their defaults, in declaration order.
+    pub(crate) fn fields(self) -> impl Iterator<Item = (&'a str, Option<Value>)> {
+        let builtin: &'static [&'static str] = match self {
+            Self::Builtin(names) => names,
+            Self::Schema(_) => &[],
+        };
+        let schema: &'a [MapKey] = match self {
+            Self::Builtin(_) => &[],
+            Self::Schema(keys) => keys,
+        };
+        builtin.iter().map(|name| (*name, key_default(name))).chain(
+            schema
+                .iter()
+                .map(|key| (key.name(), key.default().cloned())),
+        )
+    }
+}
+
+/// A built-in associative list keyed by `keys`.
+const fn map(keys: &'static [&'static str]) -> ListType<'static> {
+    ListType::Map(MapKeys::Builtin(keys))
 }
 
 /// How a strategic merge patch treats a list.
@@ -41,10 +76,10 @@ struct ListRule {
     /// Dotted field path from the object root, list items are transparent.
     path: &'static str,
     smp: SmpList,
-    ssa: ListType,
+    ssa: ListType<'static>,
 }
 
-const fn rule(path: &'static str, smp: SmpList, ssa: ListType) -> ListRule {
+const fn rule(path: &'static str, smp: SmpList, ssa: ListType<'static>) -> ListRule {
     ListRule { path, smp, ssa }
 }
 
@@ -55,7 +90,7 @@ static METADATA: &[ListRule] = &[
     rule(
         "metadata.ownerReferences",
         SmpList::MergeByKey("uid"),
-        ListType::Map(&["uid"]),
+        map(&["uid"]),
     ),
     rule("metadata.finalizers", SmpList::MergeScalars, ListType::Set),
 ];
@@ -65,50 +100,50 @@ macro_rules! pod_rules {
     ($($containers:literal),*) => {
         &[
             $(
-                rule($containers, SmpList::MergeByKey("name"), ListType::Map(NAME)),
+                rule($containers, SmpList::MergeByKey("name"), map(NAME)),
                 rule(
                     concat!($containers, ".ports"),
                     SmpList::MergeByKey("containerPort"),
-                    ListType::Map(&["containerPort", "protocol"]),
+                    map(&["containerPort", "protocol"]),
                 ),
                 rule(
                     concat!($containers, ".env"),
                     SmpList::MergeByKey("name"),
-                    ListType::Map(NAME),
+                    map(NAME),
                 ),
                 rule(
                     concat!($containers, ".volumeMounts"),
                     SmpList::MergeByKey("mountPath"),
-                    ListType::Map(&["mountPath"]),
+                    map(&["mountPath"]),
                 ),
                 rule(
                     concat!($containers, ".volumeDevices"),
                     SmpList::MergeByKey("devicePath"),
-                    ListType::Map(&["devicePath"]),
+                    map(&["devicePath"]),
                 ),
                 rule(
                     concat!($containers, ".resources.claims"),
                     SmpList::Replace,
-                    ListType::Map(NAME),
+                    map(NAME),
                 ),
             )*
-            rule("spec.volumes", SmpList::MergeByKey("name"), ListType::Map(NAME)),
-            rule("spec.imagePullSecrets", SmpList::MergeByKey("name"), ListType::Map(NAME)),
-            rule("spec.hostAliases", SmpList::MergeByKey("ip"), ListType::Map(&["ip"])),
+            rule("spec.volumes", SmpList::MergeByKey("name"), map(NAME)),
+            rule("spec.imagePullSecrets", SmpList::MergeByKey("name"), map(NAME)),
+            rule("spec.hostAliases", SmpList::MergeByKey("ip"), map(&["ip"])),
             rule(
                 "spec.topologySpreadConstraints",
                 SmpList::MergeByKey("topologyKey"),
-                ListType::Map(&["topologyKey", "whenUnsatisfiable"]),
+                map(&["topologyKey", "whenUnsatisfiable"]),
             ),
-            rule("spec.schedulingGates", SmpList::MergeByKey("name"), ListType::Map(NAME)),
-            rule("spec.resourceClaims", SmpList::MergeByKey("name"), ListType::Map(NAME)),
-            rule("status.conditions", SmpList::MergeByKey("type"), ListType::Map(TYPE)),
-            rule("status.podIPs", SmpList::MergeByKey("ip"), ListType::Map(&["ip"])),
+            rule("spec.schedulingGates", SmpList::MergeByKey("name"), map(NAME)),
+            rule("spec.resourceClaims", SmpList::MergeByKey("name"), map(NAME)),
+            rule("status.conditions", SmpList::MergeByKey("type"), map(TYPE)),
+            rule("status.podIPs", SmpList::MergeByKey("ip"), map(&["ip"])),
             rule("status.hostIPs", SmpList::MergeByKey("ip"), ListType::Atomic),
             rule(
                 "status.resourceClaimStatuses",
                 SmpList::MergeByKey("name"),
-                ListType::Map(NAME),
+                map(NAME),
             ),
         ]
     };
@@ -122,42 +157,26 @@ static POD: &[ListRule] = pod_rules!(
 
 static NODE: &[ListRule] = &[
     rule("spec.podCIDRs", SmpList::MergeScalars, ListType::Set),
-    rule(
-        "status.conditions",
-        SmpList::MergeByKey("type"),
-        ListType::Map(TYPE),
-    ),
-    rule(
-        "status.addresses",
-        SmpList::MergeByKey("type"),
-        ListType::Map(TYPE),
-    ),
+    rule("status.conditions", SmpList::MergeByKey("type"), map(TYPE)),
+    rule("status.addresses", SmpList::MergeByKey("type"), map(TYPE)),
 ];
 
 static SERVICE: &[ListRule] = &[
     rule(
         "spec.ports",
         SmpList::MergeByKey("port"),
-        ListType::Map(&["port", "protocol"]),
+        map(&["port", "protocol"]),
     ),
-    rule(
-        "status.conditions",
-        SmpList::MergeByKey("type"),
-        ListType::Map(TYPE),
-    ),
+    rule("status.conditions", SmpList::MergeByKey("type"), map(TYPE)),
 ];
 
 static NAMESPACE: &[ListRule] = &[rule(
     "status.conditions",
     SmpList::MergeByKey("type"),
-    ListType::Map(TYPE),
+    map(TYPE),
 )];
 
-static CRD: &[ListRule] = &[rule(
-    "status.conditions",
-    SmpList::Replace,
-    ListType::Map(TYPE),
-)];
+static CRD: &[ListRule] = &[rule("status.conditions", SmpList::Replace, map(TYPE))];
 
 /// Groups whose kinds are compiled into the real server (strategic merge patch works).
 const BUILTIN_GROUPS: &[&str] = &[
@@ -178,15 +197,17 @@ const WITHOUT_STATUS: &[(&str, &str)] = &[
 
 /// The merge rules of one kind.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct TypeSchema {
+pub(crate) struct TypeSchema<'a> {
     builtin: bool,
     has_status: bool,
     rules: &'static [ListRule],
+    hints: Option<&'a SchemaHints>,
 }
 
-impl TypeSchema {
-    /// The schema of `group`/`kind`.
-    pub(crate) fn of(group: &str, kind: &str) -> Self {
+impl<'a> TypeSchema<'a> {
+    /// The schema of `group`/`kind`; a custom resource's lists and maps outside `metadata`
+    /// follow `hints` (its CRD's structural schema) when given.
+    pub(crate) fn of(group: &str, kind: &str, hints: Option<&'a SchemaHints>) -> Self {
         let builtin = BUILTIN_GROUPS.contains(&group);
         let rules: &'static [ListRule] = match (group, kind) {
             ("", "Pod") => POD,
@@ -200,6 +221,7 @@ impl TypeSchema {
             builtin,
             has_status: !WITHOUT_STATUS.contains(&(group, kind)),
             rules,
+            hints: if builtin { None } else { hints },
         }
     }
 
@@ -225,9 +247,15 @@ impl TypeSchema {
         self.find(path).map_or(SmpList::Replace, |rule| rule.smp)
     }
 
-    /// Server-side apply behaviour of the list at `path` (field names from the root).
-    pub(crate) fn ssa_list(&self, path: &[String]) -> ListType {
-        self.find(path).map_or(ListType::Atomic, |rule| rule.ssa)
+    /// Server-side apply behaviour of the list at `path` (field names from the root) when
+    /// the table names it.
+    pub(crate) fn ssa_list(&self, path: &[String]) -> Option<ListType<'static>> {
+        self.find(path).map(|rule| rule.ssa)
+    }
+
+    /// The CRD schema hints of a custom resource.
+    pub(crate) fn hints(&self) -> Option<&'a SchemaHints> {
+        self.hints
     }
 
     /// The object a new object's fields are compared with when an update is tracked: the

@@ -8,6 +8,7 @@ use udn_schema::{CrdValidator, FieldError, FieldErrorKind, FieldErrors};
 
 use super::registry::{Flavor, TypeEntry};
 use crate::error::ApiError;
+use crate::patch::SchemaHints;
 use crate::resource::{ResourceKey, ResourceType};
 
 /// The finalizer the server keeps on a CRD until its objects are deleted.
@@ -103,6 +104,7 @@ pub(super) fn type_from_crd(crd: &Value) -> Result<TypeEntry, ApiError> {
     let mut validators = Vec::new();
     let mut status_subresource = false;
     let mut printer_columns = Vec::new();
+    let mut apply_hints = None;
     for (index, version) in versions.iter().enumerate() {
         let version_name = text(version, "/name");
         let storage = version.get("storage").and_then(Value::as_bool) == Some(true);
@@ -131,6 +133,9 @@ pub(super) fn type_from_crd(crd: &Value) -> Result<TypeEntry, ApiError> {
         if storage {
             served.insert(0, version_name.to_owned());
             status_subresource = version.pointer("/subresources/status").is_some();
+            apply_hints = version
+                .pointer("/schema/openAPIV3Schema")
+                .map(SchemaHints::from_open_api_v3);
             printer_columns = version
                 .get("additionalPrinterColumns")
                 .and_then(Value::as_array)
@@ -189,6 +194,7 @@ pub(super) fn type_from_crd(crd: &Value) -> Result<TypeEntry, ApiError> {
             crd_name: name.to_owned(),
         },
         selectable,
+        apply_hints,
     })
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::ApiError;
+use crate::patch::SchemaHints;
 use crate::resource::{ResourceKey, ResourceType};
 
 /// A built-in resource type.
@@ -38,6 +39,8 @@ pub(super) struct TypeEntry {
     pub(super) flavor: Flavor,
     /// CRD `selectableFields`: (field label, JSON path without the leading dot).
     pub(super) selectable: Vec<(String, String)>,
+    /// Server-side apply hints from the storage version's schema (custom resources).
+    pub(super) apply_hints: Option<SchemaHints>,
 }
 
 impl TypeEntry {
@@ -115,6 +118,7 @@ fn builtin_type(
         },
         flavor: Flavor::Builtin(builtin),
         selectable: Vec::new(),
+        apply_hints: None,
     }
 }
 

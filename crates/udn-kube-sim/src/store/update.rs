@@ -282,6 +282,7 @@ impl State {
             force: opts.force,
             subresource,
             now: &now,
+            schema_hints: entry.apply_hints.as_ref(),
         };
         let mut patched = apply_patch(current.as_ref(), kind, body, &ctx)?;
         ensure_object(&patched)?;

@@ -1,7 +1,7 @@
 //! Merging an applied configuration into the live object (structured-merge-diff
 //! `TypedValue.Merge`): objects merge field by field, sets and associative lists merge
 //! item by item in structured-merge-diff's order, everything else (scalars, atomic
-//! lists) takes the configuration's value. A `null` in the configuration removes the
+//! lists, atomic maps) takes the configuration's value. A `null` in the configuration removes the
 //! field (the typed decoder, or CRD pruning, drops nulls in the real server).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,7 +12,7 @@ use crate::patch::fields::{PathElement, Walk, item_element};
 use crate::patch::schema::{ListType, TypeSchema};
 
 /// `live` with `config` merged in.
-pub(super) fn merge(live: &Value, config: &Value, schema: &TypeSchema) -> Value {
+pub(super) fn merge(live: &Value, config: &Value, schema: &TypeSchema<'_>) -> Value {
     let mut walk = Walk::new(schema);
     let empty = Map::new();
     let live = live.as_object().unwrap_or(&empty);
@@ -38,9 +38,15 @@ fn merge_fields(
     out
 }
 
-fn merge_value(walk: &mut Walk<'_>, live: Option<&Value>, config: &Value, list: ListType) -> Value {
+fn merge_value(
+    walk: &mut Walk<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    list: ListType<'_>,
+) -> Value {
     let empty_map = Map::new();
     match (live, config) {
+        (_, Value::Object(_)) if walk.atomic_map() => config.clone(),
         (Some(Value::Object(live)), Value::Object(config)) => {
             Value::Object(merge_fields(walk, live, config))
         }
@@ -58,7 +64,7 @@ fn merge_value(walk: &mut Walk<'_>, live: Option<&Value>, config: &Value, list: 
 
 /// The element of an item; items without one get a position element that matches
 /// nothing in the configuration (the configuration was validated before).
-fn elements(items: &[Value], list: ListType) -> Vec<PathElement> {
+fn elements(items: &[Value], list: ListType<'_>) -> Vec<PathElement> {
     items
         .iter()
         .enumerate()
@@ -87,7 +93,12 @@ fn observe<'a>(
 /// structured-merge-diff's list merge: live items keep their place, configuration items
 /// follow the configuration's order, items only in the configuration are inserted where
 /// the configuration puts them.
-fn merge_list(walk: &mut Walk<'_>, live: &[Value], config: &[Value], list: ListType) -> Vec<Value> {
+fn merge_list(
+    walk: &mut Walk<'_>,
+    live: &[Value],
+    config: &[Value],
+    list: ListType<'_>,
+) -> Vec<Value> {
     let live_pes = elements(live, list);
     let config_pes = elements(config, list);
     let observed_live = observe(&live_pes, live);
@@ -104,7 +115,8 @@ fn merge_list(walk: &mut Walk<'_>, live: &[Value], config: &[Value], list: ListT
     let merge_item = |walk: &mut Walk<'_>, element: &PathElement| {
         let live_item = observed_live.get(element).copied().flatten();
         match observed_config.get(element) {
-            Some(config_item) => merge_value(walk, live_item, config_item, ListType::Atomic),
+            Some(config_item) => walk
+                .descend_item(|walk| merge_value(walk, live_item, config_item, ListType::Atomic)),
             None => live_item.cloned().unwrap_or(Value::Null),
         }
     };

@@ -47,7 +47,7 @@ pub(super) fn apply(
     current: Option<&Value>,
     body: &[u8],
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<Value, ApiError> {
     let config = decode_config(body)?;
     check_config(&config, ctx)?;
@@ -93,7 +93,7 @@ pub(super) fn apply(
 fn config_fields(
     config: &Value,
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<FieldSet, ApiError> {
     let mut set = field_set(config, schema).map_err(|e| {
         errors::unknown(format!(
@@ -113,7 +113,7 @@ fn live_managers(
     base: &Value,
     exists: bool,
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<Managed, ApiError> {
     let managed = Managed::decode(base).map_err(|e| {
         errors::unknown(format!(
@@ -217,7 +217,7 @@ fn check_config(config: &Value, ctx: &PatchContext<'_>) -> Result<(), ApiError> 
 }
 
 /// The `before-first-apply` manager of an object that has none: it owns every field.
-fn before_first_apply(live: &Value, ctx: &PatchContext<'_>, schema: &TypeSchema) -> Managed {
+fn before_first_apply(live: &Value, ctx: &PatchContext<'_>, schema: &TypeSchema<'_>) -> Managed {
     let reset = reset_field(ctx, schema);
     let mut comparison = compare(&schema.zero_object(), live, schema);
     comparison.retain(|path| outside(reset, path));
@@ -240,7 +240,7 @@ fn before_first_apply(live: &Value, ctx: &PatchContext<'_>, schema: &TypeSchema)
 
 /// Remove what the applier owned before and nobody owns now (the applier's new set
 /// included), unless something owned lies below it.
-fn prune(merged: &mut Value, previous: &FieldSet, managed: &Managed, schema: &TypeSchema) {
+fn prune(merged: &mut Value, previous: &FieldSet, managed: &Managed, schema: &TypeSchema<'_>) {
     let owned = managed
         .0
         .values()
@@ -258,7 +258,7 @@ fn settle_ownership(
     managed: &mut Managed,
     applier: &str,
     ctx: &PatchContext<'_>,
-    schema: &TypeSchema,
+    schema: &TypeSchema<'_>,
 ) -> Result<(), ApiError> {
     let reset = reset_field(ctx, schema);
     let mut comparison = compare(live, merged, schema);

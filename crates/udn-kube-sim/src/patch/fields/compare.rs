@@ -38,7 +38,7 @@ impl Comparison {
 }
 
 /// Compare two objects.
-pub(crate) fn compare(old: &Value, new: &Value, schema: &TypeSchema) -> Comparison {
+pub(crate) fn compare(old: &Value, new: &Value, schema: &TypeSchema<'_>) -> Comparison {
     let mut out = Comparison::default();
     let mut walk = Walk::new(schema);
     let mut path = Path::new();
@@ -88,18 +88,19 @@ fn compare_value(
     walk: &mut Walk<'_>,
     old: Option<&Value>,
     new: Option<&Value>,
-    list: ListType,
+    list: ListType<'_>,
     path: &mut Path,
     out: &mut Comparison,
 ) {
     let old_shape = old.filter(|v| !v.is_null()).map(shape);
     let new_shape = new.filter(|v| !v.is_null()).map(shape);
+    let atomic_map = walk.atomic_map();
     let node = match (old_shape, new_shape) {
         (Some(a), Some(b)) if a != b => {
-            if let Some(old) = old {
+            if let Some(old) = old.filter(|v| !(atomic_map && v.is_object())) {
                 compare_children(walk, Some(old), None, list, path, out);
             }
-            if let Some(new) = new {
+            if let Some(new) = new.filter(|v| !(atomic_map && v.is_object())) {
                 compare_children(walk, None, Some(new), list, path, out);
             }
             out.modified.insert(path.clone());
@@ -109,7 +110,7 @@ fn compare_value(
         (None, None) => Shape::Leaf,
     };
     let granular = match node {
-        Shape::Object => true,
+        Shape::Object => !atomic_map,
         Shape::List => list != ListType::Atomic,
         Shape::Leaf => false,
     };
@@ -129,7 +130,7 @@ fn compare_children(
     walk: &mut Walk<'_>,
     old: Option<&Value>,
     new: Option<&Value>,
-    list: ListType,
+    list: ListType<'_>,
     path: &mut Path,
     out: &mut Comparison,
 ) {
@@ -147,15 +148,16 @@ fn compare_children(
             elements.extend(new.keys().filter(|e| !old.contains_key(*e)));
             for element in elements {
                 path.push(element.clone());
-                let item_list = ListType::Atomic;
-                compare_value(
-                    walk,
-                    old.get(element).copied(),
-                    new.get(element).copied(),
-                    item_list,
-                    path,
-                    out,
-                );
+                walk.descend_item(|walk| {
+                    compare_value(
+                        walk,
+                        old.get(element).copied(),
+                        new.get(element).copied(),
+                        ListType::Atomic,
+                        path,
+                        out,
+                    );
+                });
                 path.pop();
             }
         }
@@ -165,7 +167,10 @@ fn compare_children(
 
 /// The items of a granular list by path element (first occurrence of a duplicate wins;
 /// items without an element are skipped, as the live object may hold anything).
-fn index_items(list: Option<&Value>, kind: ListType) -> BTreeMap<PathElement, &Value> {
+fn index_items<'v>(
+    list: Option<&'v Value>,
+    kind: ListType<'_>,
+) -> BTreeMap<PathElement, &'v Value> {
     let mut out = BTreeMap::new();
     if let Some(Value::Array(items)) = list {
         for item in items {

@@ -2,8 +2,9 @@
 //! the validation the server does when it types the configuration (list items need their
 //! key fields, no duplicate keys).
 //!
-//! Members: every scalar, `null` and empty object; every atomic list; every item of a set
-//! or associative list (and the fields inside keyed items). A non-empty object is not a
+//! Members: every scalar, `null` and empty object; every atomic list and atomic map (a
+//! custom resource's `x-kubernetes-map-type: atomic`); every item of a set or associative
+//! list (and the fields inside keyed items). A non-empty object is not a
 //! member itself: objects are treated as structs (whose named fields are not members),
 //! which is how the API types declare nearly all of them.
 
@@ -25,7 +26,7 @@ pub(crate) struct TypedError {
 }
 
 /// The members of `config`, or the first validation error.
-pub(crate) fn field_set(config: &Value, schema: &TypeSchema) -> Result<FieldSet, TypedError> {
+pub(crate) fn field_set(config: &Value, schema: &TypeSchema<'_>) -> Result<FieldSet, TypedError> {
     let mut set = FieldSet::new();
     let mut walk = Walk::new(schema);
     let mut path = Path::new();
@@ -46,9 +47,15 @@ fn visit_field(
 ) -> Result<(), TypedError> {
     let list = walk.list_type(key);
     path.push(PathElement::Field(key.to_owned()));
-    let result = walk.descend(key, |walk| visit_value(walk, child, list, path, set));
+    let (result, atomic) = walk.descend(key, |walk| {
+        if child.is_object() && walk.atomic_map() {
+            (Ok(()), true)
+        } else {
+            (visit_value(walk, child, list, path, set), false)
+        }
+    });
     let leaf = match child {
-        Value::Object(map) => map.is_empty(),
+        Value::Object(map) => atomic || map.is_empty(),
         Value::Array(_) => false,
         _ => true,
     };
@@ -62,7 +69,7 @@ fn visit_field(
 fn visit_value(
     walk: &mut Walk<'_>,
     value: &Value,
-    list: ListType,
+    list: ListType<'_>,
     path: &mut Path,
     set: &mut FieldSet,
 ) -> Result<(), TypedError> {
@@ -87,7 +94,7 @@ fn visit_value(
 fn visit_items(
     walk: &mut Walk<'_>,
     items: &[Value],
-    list: ListType,
+    list: ListType<'_>,
     path: &mut Path,
     set: &mut FieldSet,
 ) -> Result<(), TypedError> {
@@ -104,12 +111,12 @@ fn visit_items(
             });
         }
         path.push(element);
-        let result = match item {
-            Value::Object(map) => map
+        let result = walk.descend_item(|walk| match item {
+            Value::Object(map) if !walk.atomic_map() => map
                 .iter()
                 .try_for_each(|(key, child)| visit_field(walk, key, child, path, set)),
             _ => Ok(()),
-        };
+        });
         set.insert(path.clone());
         path.pop();
         result?;

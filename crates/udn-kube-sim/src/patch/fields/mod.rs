@@ -16,7 +16,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::gofmt;
-use super::schema::{ListType, TypeSchema, key_default};
+use super::hints::{HintNode, SchemaHints};
+use super::schema::{ListType, TypeSchema};
 
 /// A JSON value inside a path element, held as its canonical JSON text (object keys
 /// sorted) so that it orders and compares deterministically.
@@ -205,7 +206,7 @@ pub(crate) enum ItemError {
 }
 
 /// The path element of a granular (set or map) list item.
-pub(crate) fn item_element(item: &Value, list: ListType) -> Result<PathElement, ItemError> {
+pub(crate) fn item_element(item: &Value, list: ListType<'_>) -> Result<PathElement, ItemError> {
     match list {
         ListType::Map(keys) => {
             let Value::Object(map) = item else {
@@ -216,14 +217,14 @@ pub(crate) fn item_element(item: &Value, list: ListType) -> Result<PathElement, 
                 });
             };
             let mut fields: Vec<(String, Scalar)> = keys
-                .iter()
-                .filter_map(|key| {
-                    let value = map.get(*key).cloned().or_else(|| key_default(key))?;
-                    Some(((*key).to_owned(), Scalar::of(&value)))
+                .fields()
+                .filter_map(|(key, default)| {
+                    let value = map.get(key).cloned().or(default)?;
+                    Some((key.to_owned(), Scalar::of(&value)))
                 })
                 .collect();
             if fields.is_empty() {
-                let quoted: Vec<String> = keys.iter().map(|k| gofmt::quote(k)).collect();
+                let quoted: Vec<String> = keys.fields().map(|(k, _)| gofmt::quote(k)).collect();
                 return Err(ItemError::NoKeyFields {
                     keys: format!("[{}]", quoted.join(" ")),
                 });
@@ -238,34 +239,65 @@ pub(crate) fn item_element(item: &Value, list: ListType) -> Result<PathElement, 
     }
 }
 
-/// Walks an object's fields with the schema's view of its lists.
+/// Walks an object's fields with the schema's view of its lists and maps: the built-in
+/// table by field names (list items are transparent), and a custom resource's CRD hints
+/// by schema node.
 #[derive(Debug)]
 pub(crate) struct Walk<'a> {
-    schema: &'a TypeSchema,
+    schema: TypeSchema<'a>,
     names: Vec<String>,
+    /// The hint node at each level (`None`: no hints there or below).
+    nodes: Vec<Option<&'a HintNode>>,
 }
 
 impl<'a> Walk<'a> {
     /// A walk from the object root.
-    pub(crate) fn new(schema: &'a TypeSchema) -> Self {
+    pub(crate) fn new(schema: &TypeSchema<'a>) -> Self {
         Self {
-            schema,
+            schema: *schema,
             names: Vec::new(),
+            nodes: vec![schema.hints().map(SchemaHints::root)],
         }
     }
 
+    fn node(&self) -> Option<&'a HintNode> {
+        self.nodes.last().copied().flatten()
+    }
+
     /// The list type of field `name` below the current position.
-    pub(crate) fn list_type(&self, name: &str) -> ListType {
+    pub(crate) fn list_type(&self, name: &str) -> ListType<'a> {
         let mut path = self.names.clone();
         path.push(name.to_owned());
-        self.schema.ssa_list(&path)
+        if let Some(list) = self.schema.ssa_list(&path) {
+            return list;
+        }
+        self.node()
+            .and_then(|node| node.field(name))
+            .map_or(ListType::Atomic, HintNode::list_type)
+    }
+
+    /// Whether the object at the current position is atomic (one field, replaced whole).
+    pub(crate) fn atomic_map(&self) -> bool {
+        self.node().is_some_and(HintNode::atomic_map)
     }
 
     /// Run `f` one field deeper.
     pub(crate) fn descend<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let node = self.node().and_then(|node| node.field(name));
         self.names.push(name.to_owned());
+        self.nodes.push(node);
         let out = f(self);
+        self.nodes.pop();
         self.names.pop();
+        out
+    }
+
+    /// Run `f` on an item of the list at the current position.
+    pub(crate) fn descend_item<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let node = self.node().and_then(HintNode::items);
+        self.nodes.push(node);
+        let out = f(self);
+        self.nodes.pop();
         out
     }
 }

@@ -9,7 +9,7 @@ use super::{FieldSet, PathElement, Walk, item_element};
 use crate::patch::schema::{ListType, TypeSchema};
 
 /// Remove `set`'s members from `object`.
-pub(crate) fn remove(object: &mut Value, set: &FieldSet, schema: &TypeSchema) {
+pub(crate) fn remove(object: &mut Value, set: &FieldSet, schema: &TypeSchema<'_>) {
     if set.is_empty() {
         return;
     }
@@ -43,7 +43,12 @@ fn remove_fields(walk: &mut Walk<'_>, map: &mut Map<String, Value>, set: &FieldS
 }
 
 /// Remove `set` below `value`; true when that emptied a non-empty object or list.
-fn remove_below(walk: &mut Walk<'_>, value: &mut Value, list: ListType, set: &FieldSet) -> bool {
+fn remove_below(
+    walk: &mut Walk<'_>,
+    value: &mut Value,
+    list: ListType<'_>,
+    set: &FieldSet,
+) -> bool {
     match value {
         Value::Object(map) => {
             let had_fields = !map.is_empty();
@@ -61,7 +66,7 @@ fn remove_below(walk: &mut Walk<'_>, value: &mut Value, list: ListType, set: &Fi
                 }
                 let below = set.child(&element);
                 if let (false, Value::Object(fields)) = (below.is_empty(), item) {
-                    remove_fields(walk, fields, &below);
+                    walk.descend_item(|walk| remove_fields(walk, fields, &below));
                 }
                 true
             });

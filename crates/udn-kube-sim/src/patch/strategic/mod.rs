@@ -128,7 +128,11 @@ impl SmpError {
 }
 
 /// Apply strategic merge patch `body` to `current`.
-pub(super) fn apply(current: &Value, body: &[u8], schema: &TypeSchema) -> Result<Value, ApiError> {
+pub(super) fn apply(
+    current: &Value,
+    body: &[u8],
+    schema: &TypeSchema<'_>,
+) -> Result<Value, ApiError> {
     let patch: Value = serde_json::from_slice(body).map_err(|_| errors::invalid_json_body())?;
     let patch = match patch {
         Value::Null => return Ok(current.clone()),
@@ -182,12 +186,12 @@ fn is_directive_key(key: &str) -> bool {
 /// The merge state: the schema and the field names down to the current position.
 #[derive(Debug)]
 struct Merger<'a> {
-    schema: &'a TypeSchema,
+    schema: &'a TypeSchema<'a>,
     names: Vec<String>,
 }
 
 impl<'a> Merger<'a> {
-    fn new(schema: &'a TypeSchema) -> Self {
+    fn new(schema: &'a TypeSchema<'a>) -> Self {
         Self {
             schema,
             names: Vec::new(),

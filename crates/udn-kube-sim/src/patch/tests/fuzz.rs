@@ -91,11 +91,17 @@ fn contexts() -> Vec<(Value, PatchContext<'static>)> {
         &by("seed", pod_ctx()),
     )
     .unwrap();
+    let hinted = PatchContext {
+        subresource: Subresource::Status,
+        schema_hints: Some(super::hints::udn_crd_hints()),
+        ..by("fuzz", udn_ctx())
+    };
     vec![
         (pod(), by("fuzz", pod_ctx())),
         (managed, status),
         (udn(), forced),
         (udn(), udn_ctx()),
+        (udn(), hinted),
     ]
 }
 

@@ -3,6 +3,7 @@
 
 mod apply;
 mod fuzz;
+mod hints;
 mod json;
 mod managed;
 mod merge;
@@ -31,6 +32,7 @@ pub(super) fn pod_ctx() -> PatchContext<'static> {
         force: false,
         subresource: Subresource::Main,
         now: NOW,
+        schema_hints: None,
     }
 }
 
