@@ -222,8 +222,13 @@ where
         .map(|_| ())
 }
 
-/// Server-side apply of the status conditions with field manager `manager` (forced: custom
-/// resource lists are atomic on some servers, and every condition is carried along).
+/// Server-side apply of the conditions this controller owns (`NetworkCreated`) out of
+/// `conditions` (the object's conditions with the owned ones set), with field manager
+/// `manager`. Conditions of other controllers (`NetworkAllocationSucceeded` of the network
+/// cluster controller) are left out: `status.conditions` is a list map keyed by `type`, so
+/// each manager owns and writes only its own entries and the others stay. Not forced, as
+/// upstream's `ApplyStatus` of the UDN/CUDN controller: a 409 means another manager owns
+/// the condition (or the cache was behind) and is retried.
 pub(crate) async fn apply_conditions<K>(
     api: &Api<K>,
     object: &K,
@@ -233,6 +238,11 @@ pub(crate) async fn apply_conditions<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
 {
+    const OWNED: &[&str] = &[super::condition::CONDITION_NETWORK_CREATED];
+    let owned: Vec<&Condition> = conditions
+        .iter()
+        .filter(|c| OWNED.contains(&c.type_.as_str()))
+        .collect();
     let meta = object.meta();
     let mut metadata = json!({"name": meta.name});
     if let Some(namespace) = &meta.namespace {
@@ -242,9 +252,9 @@ where
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "metadata": metadata,
-        "status": {"conditions": conditions},
+        "status": {"conditions": owned},
     });
-    let params = PatchParams::apply(manager).force();
+    let params = PatchParams::apply(manager);
     match api
         .patch_status(nad_name(meta), &params, &Patch::Apply(&body))
         .await
