@@ -56,7 +56,7 @@ fn key(group: &str, plural: &str) -> ResourceKey {
 /// Even networks are Primary Layer3, odd ones Primary Layer2; all use the same subnet.
 fn network(i: usize) -> Value {
     let ns = format!("ns-{i}");
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         l3_udn(&ns, "net", "Primary", &["10.100.0.0/16"])
     } else {
         l2_udn(&ns, "net", "Primary", &["10.200.0.0/24"])
@@ -166,10 +166,10 @@ fn check(cluster: &TestCluster) -> Result<(), String> {
         let network = annotation(nad, "k8s.ovn.org/network-name")
             .unwrap_or_default()
             .to_owned();
-        if let Some(other) = ids.insert(id.to_owned(), network.clone()) {
-            if other != network {
-                return Err(format!("network ID {id} held by {other} and {network}"));
-            }
+        if let Some(other) = ids.insert(id.to_owned(), network.clone())
+            && other != network
+        {
+            return Err(format!("network ID {id} held by {other} and {network}"));
         }
     }
     let live: Vec<&Value> = udns
