@@ -14,7 +14,6 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
-use udn_api::annotations::{NodeSubnets, parse_node_subnets};
 use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::ANNOTATION_NODE_SUBNETS;
@@ -31,6 +30,9 @@ use crate::metrics::NetworkLabels;
 const STATUS_CONTROLLER: &str = "node-subnets-status";
 /// Concurrent node reconciles (allocation is serialized; the patches overlap).
 const NODE_WORKERS: usize = 4;
+/// Network changes queue every node at most once per this interval (the first change after
+/// a quiet interval right away).
+const NETWORK_BATCH_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The index and the allocators, under one lock.
 pub(super) struct Inner {
@@ -58,21 +60,13 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Node annotation of `node`, empty when absent or unparsable.
-pub(super) fn node_subnets_of(node: &Node) -> NodeSubnets {
-    let name = node.metadata.name.as_deref().unwrap_or_default();
-    match node
-        .metadata
+/// The `node-subnets` annotation text of `node`.
+pub(super) fn annotation_text(node: &Node) -> Option<&str> {
+    node.metadata
         .annotations
         .as_ref()
         .and_then(|annotations| annotations.get(ANNOTATION_NODE_SUBNETS))
-    {
-        None => NodeSubnets::new(),
-        Some(value) => parse_node_subnets(value).unwrap_or_else(|error| {
-            warn!(node = %name, error = %error, "ignoring unparsable node-subnets annotation");
-            NodeSubnets::new()
-        }),
-    }
+        .map(String::as_str)
 }
 
 impl Shared {
@@ -166,8 +160,10 @@ impl Shared {
         }
         self.update_gauges(sync.added.iter().chain(&sync.changed));
         // New or grown networks: every node needs (another look at) its annotation; earlier
-        // "full" failures are retried (upstream re-enqueues all nodes on expansion).
-        self.node_queue.add_all(self.all_node_names());
+        // "full" failures are retried (upstream re-enqueues all nodes on expansion). Bursts
+        // of network changes are batched, so each node writes all of them in one patch.
+        self.node_queue
+            .add_all_throttled(self.all_node_names(), NETWORK_BATCH_INTERVAL);
     }
 
     pub(super) fn update_gauges<'a>(&self, networks: impl IntoIterator<Item = &'a String>) {
@@ -187,9 +183,20 @@ impl Shared {
 
     fn on_node(&self, event: watcher::Event<Node>) {
         match event {
-            watcher::Event::Apply(node)
-            | watcher::Event::InitApply(node)
-            | watcher::Event::Delete(node) => {
+            watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
+                let Some(name) = node.metadata.name.as_deref() else {
+                    return;
+                };
+                // The echo of our own write (or any change that leaves the annotation as
+                // planned) needs no reconcile: network changes queue every node anyway.
+                if !lock(&self.inner)
+                    .state
+                    .is_planned(name, annotation_text(&node))
+                {
+                    self.node_queue.add(name.to_owned());
+                }
+            }
+            watcher::Event::Delete(node) => {
                 if let Some(name) = node.metadata.name {
                     self.node_queue.add(name);
                 }
@@ -206,7 +213,7 @@ impl Shared {
             let mut inner = lock(&self.inner);
             for node in &nodes {
                 if let Some(name) = node.metadata.name.as_deref() {
-                    inner.state.observe(name, node_subnets_of(node));
+                    inner.state.observe_text(name, annotation_text(node));
                 }
             }
             inner.ready = true;

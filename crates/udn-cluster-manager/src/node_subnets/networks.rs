@@ -184,10 +184,12 @@ impl IndexChange {
     }
 }
 
-/// NAD key -> entry.
+/// NAD key -> entry, with the NAD keys of each network and of each owner.
 #[derive(Debug, Default)]
 pub(crate) struct NadIndex {
     nads: BTreeMap<String, NadEntry>,
+    by_network: BTreeMap<String, BTreeSet<String>>,
+    by_owner: BTreeMap<OwnerKey, BTreeSet<String>>,
 }
 
 fn merge_ranges(network: &mut Layer3Network, entry: &NadEntry) {
@@ -210,19 +212,63 @@ impl NadIndex {
                     return change;
                 }
                 change.add(&entry);
+                self.link(key, &entry);
                 self.nads.insert(key.to_owned(), entry)
             }
             None => self.nads.remove(key),
         };
         if let Some(old) = old {
             change.add(&old);
+            if self
+                .nads
+                .get(key)
+                .is_none_or(|new| new.network != old.network)
+            {
+                unlink(&mut self.by_network, &old.network, key);
+            }
+            if let Some(owner) = &old.owner
+                && self
+                    .nads
+                    .get(key)
+                    .and_then(|new| new.owner.as_ref())
+                    .is_none_or(|new| new.key != owner.key)
+            {
+                unlink(&mut self.by_owner, &owner.key, key);
+            }
         }
         change
     }
 
+    fn link(&mut self, key: &str, entry: &NadEntry) {
+        self.by_network
+            .entry(entry.network.clone())
+            .or_default()
+            .insert(key.to_owned());
+        if let Some(owner) = &entry.owner {
+            self.by_owner
+                .entry(owner.key.clone())
+                .or_default()
+                .insert(key.to_owned());
+        }
+    }
+
     /// Replaces the whole index.
     pub(crate) fn reset(&mut self, entries: BTreeMap<String, NadEntry>) {
+        self.by_network.clear();
+        self.by_owner.clear();
+        for (key, entry) in &entries {
+            self.link(key, entry);
+        }
         self.nads = entries;
+    }
+
+    /// The entries of network `name`, in NAD-key order.
+    fn network_entries<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a NadEntry> + 'a {
+        self.by_network
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.nads.get(key))
     }
 
     /// Every Layer3 network with its merged ranges: the ranges of its NADs in NAD-key order,
@@ -241,8 +287,8 @@ impl NadIndex {
     /// One Layer3 network, `None` when no Layer3 NAD defines it.
     pub(crate) fn layer3_network(&self, name: &str) -> Option<Layer3Network> {
         let mut found = None;
-        for entry in self.nads.values() {
-            if entry.topology == NetworkTopology::Layer3 && entry.network == name {
+        for entry in self.network_entries(name) {
+            if entry.topology == NetworkTopology::Layer3 {
                 merge_ranges(found.get_or_insert_with(Layer3Network::default), entry);
             }
         }
@@ -252,7 +298,7 @@ impl NadIndex {
     /// The owners of a network's NADs (each once).
     pub(crate) fn owners_of_network(&self, name: &str) -> Vec<NadOwner> {
         let mut owners: Vec<NadOwner> = Vec::new();
-        for entry in self.nads.values().filter(|e| e.network == name) {
+        for entry in self.network_entries(name) {
             if let Some(owner) = &entry.owner
                 && !owners.iter().any(|o| o.key == owner.key)
             {
@@ -264,10 +310,12 @@ impl NadIndex {
 
     /// The networks (with a cluster controller) rendered from `owner`.
     pub(crate) fn owner_networks(&self, owner: &OwnerKey) -> BTreeSet<String> {
-        self.nads
-            .values()
+        self.by_owner
+            .get(owner)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.nads.get(key))
             .filter(|e| e.has_cluster_controller)
-            .filter(|e| e.owner.as_ref().is_some_and(|o| &o.key == owner))
             .map(|e| e.network.clone())
             .collect()
     }
@@ -279,6 +327,16 @@ impl NadIndex {
             .filter(|e| e.has_cluster_controller)
             .filter_map(|e| e.owner.as_ref().map(|o| o.key.clone()))
             .collect()
+    }
+}
+
+/// Removes NAD `key` from the set of `group`, dropping the set when it empties.
+fn unlink<K: Ord>(index: &mut BTreeMap<K, BTreeSet<String>>, group: &K, key: &str) {
+    if let Some(keys) = index.get_mut(group) {
+        keys.remove(key);
+        if keys.is_empty() {
+            index.remove(group);
+        }
     }
 }
 
@@ -420,5 +478,50 @@ mod tests {
         assert!(!index.apply("b/net", None).is_empty());
         assert!(index.layer3_networks().is_empty());
         assert!(index.layer3_network("cluster_udn_net").is_none());
+    }
+
+    #[test]
+    fn a_nad_changing_network_or_owner_moves_in_the_index() {
+        let cluster = ClusterConfig::default();
+        let mut index = NadIndex::default();
+        let entry = |network: &str, owner: &str| {
+            nad_entry(
+                &nad(
+                    "ns",
+                    "x",
+                    &l3(network, "10.1.0.0/16/24"),
+                    Some(("UserDefinedNetwork", owner)),
+                ),
+                &cluster,
+            )
+            .unwrap()
+        };
+        let key = |name: &str| OwnerKey {
+            kind: OwnerKind::Udn,
+            namespace: Some("ns".into()),
+            name: name.into(),
+        };
+        index.apply("ns/x", entry("ns_a", "a"));
+        index.apply("ns/x", entry("ns_b", "a"));
+        assert!(index.layer3_network("ns_a").is_none());
+        assert!(index.owners_of_network("ns_a").is_empty());
+        assert!(index.layer3_network("ns_b").is_some());
+        assert_eq!(
+            index.owner_networks(&key("a")),
+            BTreeSet::from(["ns_b".to_owned()])
+        );
+        index.apply("ns/x", entry("ns_b", "b"));
+        assert!(index.owner_networks(&key("a")).is_empty());
+        assert_eq!(index.owners_of_network("ns_b")[0].key, key("b"));
+        index.reset(BTreeMap::from([(
+            "ns/y".to_owned(),
+            entry("ns_c", "c").unwrap(),
+        )]));
+        assert!(index.layer3_network("ns_b").is_none());
+        assert!(index.owner_networks(&key("b")).is_empty());
+        assert_eq!(
+            index.owner_networks(&key("c")),
+            BTreeSet::from(["ns_c".to_owned()])
+        );
     }
 }

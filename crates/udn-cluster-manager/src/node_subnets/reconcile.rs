@@ -2,6 +2,8 @@
 //! owner status reconcile (the `NetworkAllocationSucceeded` condition), plus the failure
 //! events.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
@@ -12,7 +14,7 @@ use udn_api::annotations::format_node_subnets;
 use udn_api::names::ANNOTATION_NODE_SUBNETS;
 
 use super::NodeSubnetsError;
-use super::controller::{Shared, lock, node_subnets_of};
+use super::controller::{Shared, annotation_text, lock};
 use super::networks::{NadIndex, OwnerKey, OwnerKind};
 use super::state::ErrorChange;
 use super::status::{
@@ -28,7 +30,7 @@ async fn patch_node(
     api: &Api<Node>,
     name: &str,
     resource_version: Option<&str>,
-    value: Option<String>,
+    value: Option<&str>,
 ) -> Result<Node, kube::Error> {
     let body = json!({
         "metadata": {
@@ -46,20 +48,17 @@ async fn patch_node(
 /// Whether the node still has networks without a complete allocation.
 pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, NodeSubnetsError> {
     let api: Api<Node> = Api::all(shared.ctx.client.clone());
-    let mut current = shared
-        .nodes
-        .get(&ObjectRef::new(name))
-        .map(|n| (*n).clone());
+    let mut current = shared.nodes.get(&ObjectRef::new(name));
     for _ in 0..MAX_ATTEMPTS {
         let Some(node) = current.take() else {
             forget_node(shared, name).await;
             return Ok(false);
         };
-        let existing = node_subnets_of(&node);
         let (plan, reports) = {
             let mut inner = lock(&shared.inner);
-            inner.state.observe(name, existing.clone());
-            let plan = inner.state.plan_node(name, &existing);
+            let Some(plan) = inner.state.plan_observed(name, annotation_text(&node)) else {
+                return Ok(false);
+            };
             let changes = inner.state.record_errors(name, &plan.errors);
             let reports = error_reports(&inner.index, changes);
             (plan, reports)
@@ -67,7 +66,7 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
         report(shared, name, reports).await;
         shared.update_gauges(&plan.touched);
         let failing = !plan.errors.is_empty();
-        if plan.desired == existing {
+        if !plan.write {
             return Ok(failing);
         }
         let value =
@@ -76,10 +75,10 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
                 source,
             })?;
         let resource_version = node.metadata.resource_version.as_deref();
-        match patch_node(&api, name, resource_version, value).await {
+        match patch_node(&api, name, resource_version, value.as_deref()).await {
             Ok(_) => {
                 info!(node = %name, allocated = plan.allocated.len(), "node-subnets annotation written");
-                lock(&shared.inner).state.observe(name, plan.desired);
+                lock(&shared.inner).state.written(name, plan, value);
                 return Ok(failing);
             }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
@@ -89,7 +88,8 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
                     .map_err(|source| NodeSubnetsError::Get {
                         node: name.to_owned(),
                         source,
-                    })?;
+                    })?
+                    .map(Arc::new);
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
                 forget_node(shared, name).await;

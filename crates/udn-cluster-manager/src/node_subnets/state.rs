@@ -2,12 +2,17 @@
 //! the last known `node-subnets` annotation of every node (to restore a network's allocator
 //! before it hands anything out), and per-network node errors for the status condition.
 //! Synchronous; the controller holds it under a mutex and never across an await.
+//!
+//! Plans are incremental: every network change (new, grown, rebuilt, removed) bumps a state
+//! generation, and a node whose annotation is still the one its last plan left complete only
+//! looks again at the networks changed since that plan (and the ones it failed in). A node
+//! with nothing new costs a string comparison, not a pass over every network.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use ipnetwork::IpNetwork;
 use tracing::{info, warn};
-use udn_api::annotations::NodeSubnets;
+use udn_api::annotations::{NodeSubnets, parse_node_subnets};
 use udn_api::names::DEFAULT_NETWORK_NAME;
 use udn_api::netconf::SubnetEntry;
 use udn_ipam::HostSubnetAllocator;
@@ -15,20 +20,42 @@ use udn_ipam::HostSubnetAllocator;
 use super::networks::Layer3Network;
 use super::plan::{ensure_node_network, rollback};
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct NetworkSubnets {
     ranges: Vec<SubnetEntry>,
     ipv4: bool,
     ipv6: bool,
     allocator: HostSubnetAllocator,
+    /// State generation of the allocator's last change (created, rebuilt or grown).
+    generation: u64,
 }
 
 /// Node errors of one network and the node the condition names (upstream keeps naming the
 /// first failing node until it recovers).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct NetworkErrors {
     nodes: BTreeMap<String, String>,
     reported: Option<String>,
+}
+
+/// What the state knows of one node's annotation.
+#[derive(Debug, Clone, Default)]
+struct KnownNode {
+    subnets: NodeSubnets,
+    /// The annotation text `subnets` was read from or written as (`Some(None)`: no
+    /// annotation); `None` when not known, so the next observation parses again.
+    text: Option<Option<String>>,
+    /// Set when `subnets` is the complete plan of the node at that state generation.
+    planned: Option<Planned>,
+}
+
+/// A plan that left a node's annotation complete.
+#[derive(Debug, Clone)]
+struct Planned {
+    /// The state generation it was computed at.
+    generation: u64,
+    /// Networks the node got no complete allocation in (looked at again every time).
+    failing: BTreeSet<String>,
 }
 
 /// What [`SubnetState::sync_networks`] changed.
@@ -54,12 +81,16 @@ impl NetworkSync {
 pub(crate) struct NodePlan {
     /// The full annotation: the `default` entry untouched, one entry per Layer3 network.
     pub(crate) desired: NodeSubnets,
+    /// Whether `desired` differs from the annotation the plan started from.
+    pub(crate) write: bool,
     /// Subnets newly allocated for the node (rolled back if the write fails).
     pub(crate) allocated: Vec<(String, IpNetwork)>,
     /// Networks whose allocator changed (for the free-subnets gauge).
     pub(crate) touched: BTreeSet<String>,
     /// Network -> error text for networks the node got no complete allocation in.
     pub(crate) errors: BTreeMap<String, String>,
+    /// The state generation the plan was computed at.
+    pub(crate) generation: u64,
 }
 
 /// A change of one network's per-node error state.
@@ -73,11 +104,17 @@ pub(crate) struct ErrorChange {
 }
 
 /// All allocators and bookkeeping.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct SubnetState {
     networks: BTreeMap<String, NetworkSubnets>,
-    known: BTreeMap<String, NodeSubnets>,
+    known: BTreeMap<String, KnownNode>,
     errors: BTreeMap<String, NetworkErrors>,
+    /// Bumped by every network change.
+    generation: u64,
+    /// Generation of the last network removal (older plans start over).
+    removed_at: u64,
+    /// Network name by the generation of its last change.
+    changed_at: BTreeMap<u64, String>,
 }
 
 fn build_allocator(name: &str, network: &Layer3Network) -> HostSubnetAllocator {
@@ -88,6 +125,49 @@ fn build_allocator(name: &str, network: &Layer3Network) -> HostSubnetAllocator {
         }
     }
     allocator
+}
+
+/// The node's annotation text parsed, empty when absent or unparsable.
+fn parse_annotation(node: &str, text: Option<&str>) -> NodeSubnets {
+    match text {
+        None => NodeSubnets::new(),
+        Some(value) => parse_node_subnets(value).unwrap_or_else(|error| {
+            warn!(node = %node, error = %error, "ignoring unparsable node-subnets annotation");
+            NodeSubnets::new()
+        }),
+    }
+}
+
+/// Plans one network for the node into `plan`: the entry `ensure_node_network` settles on,
+/// or on failure the current entry and the error.
+fn plan_network(
+    plan: &mut NodePlan,
+    name: &str,
+    network: &mut NetworkSubnets,
+    node: &str,
+    existing: &NodeSubnets,
+) {
+    let current = existing.get(name).map(Vec::as_slice).unwrap_or_default();
+    let families = (network.ipv4, network.ipv6);
+    let entry = match ensure_node_network(&mut network.allocator, name, families, node, current) {
+        Ok(outcome) => {
+            if !outcome.allocated.is_empty() || !outcome.released.is_empty() {
+                plan.touched.insert(name.to_owned());
+            }
+            plan.allocated
+                .extend(outcome.allocated.iter().map(|s| (name.to_owned(), *s)));
+            outcome.subnets
+        }
+        Err(error) => {
+            plan.errors.insert(name.to_owned(), error.to_string());
+            current.to_vec()
+        }
+    };
+    if entry.is_empty() {
+        plan.desired.remove(name);
+    } else {
+        plan.desired.insert(name.to_owned(), entry);
+    }
 }
 
 impl SubnetState {
@@ -109,6 +189,16 @@ impl SubnetState {
         sync
     }
 
+    /// A new generation for network `name` (whose previous one was `previous`).
+    fn bump(&mut self, name: &str, previous: Option<u64>) -> u64 {
+        if let Some(previous) = previous {
+            self.changed_at.remove(&previous);
+        }
+        self.generation = self.generation.saturating_add(1);
+        self.changed_at.insert(self.generation, name.to_owned());
+        self.generation
+    }
+
     /// Brings one network's allocator in line with its definition (`None`: no NAD left).
     pub(crate) fn sync_network(
         &mut self,
@@ -117,7 +207,10 @@ impl SubnetState {
         sync: &mut NetworkSync,
     ) {
         let Some(network) = desired else {
-            if self.networks.remove(name).is_some() {
+            if let Some(removed) = self.networks.remove(name) {
+                self.changed_at.remove(&removed.generation);
+                self.generation = self.generation.saturating_add(1);
+                self.removed_at = self.generation;
                 self.errors.remove(name);
                 info!(network = %name, "network gone: released its node subnets");
                 sync.removed.push(name.to_owned());
@@ -141,13 +234,19 @@ impl SubnetState {
                 current.ranges.clone_from(&network.ranges);
                 current.ipv4 = network.ipv4;
                 current.ipv6 = network.ipv6;
+                let previous = current.generation;
+                let generation = self.bump(name, Some(previous));
+                if let Some(current) = self.networks.get_mut(name) {
+                    current.generation = generation;
+                }
                 sync.changed.push(name.to_owned());
             }
             existing => {
-                let rebuilt = existing.is_some();
-                let entry = self.restored(name, network);
+                let previous = existing.map(|e| e.generation);
+                let mut entry = self.restored(name, network);
+                entry.generation = self.bump(name, previous);
                 self.networks.insert(name.to_owned(), entry);
-                if rebuilt {
+                if previous.is_some() {
                     sync.changed.push(name.to_owned());
                 } else {
                     sync.added.push(name.to_owned());
@@ -160,8 +259,8 @@ impl SubnetState {
     /// name order; a subnet claimed twice stays with the first node).
     fn restored(&self, name: &str, network: &Layer3Network) -> NetworkSubnets {
         let mut allocator = build_allocator(name, network);
-        for (node, subnets) in &self.known {
-            for subnet in subnets.get(name).into_iter().flatten() {
+        for (node, known) in &self.known {
+            for subnet in known.subnets.get(name).into_iter().flatten() {
                 let _ = allocator.mark_allocated(node, &[*subnet]);
             }
         }
@@ -170,12 +269,43 @@ impl SubnetState {
             ipv4: network.ipv4,
             ipv6: network.ipv6,
             allocator,
+            generation: 0,
         }
     }
 
     /// Records a node's annotation as observed or written.
+    #[cfg(test)]
     pub(crate) fn observe(&mut self, node: &str, subnets: NodeSubnets) {
-        self.known.insert(node.to_owned(), subnets);
+        self.known.insert(
+            node.to_owned(),
+            KnownNode {
+                subnets,
+                ..KnownNode::default()
+            },
+        );
+    }
+
+    /// Records a node's annotation text as observed, parsing it only when it differs from
+    /// the text last observed or written (an unparsable one counts as empty).
+    pub(crate) fn observe_text(&mut self, node: &str, text: Option<&str>) {
+        if let Some(known) = self.known.get(node)
+            && known.text.as_ref().is_some_and(|t| t.as_deref() == text)
+        {
+            return;
+        }
+        let known = KnownNode {
+            subnets: parse_annotation(node, text),
+            text: Some(text.map(str::to_owned)),
+            planned: None,
+        };
+        self.known.insert(node.to_owned(), known);
+    }
+
+    /// Whether `text` is the node's annotation as its last complete plan left it.
+    pub(crate) fn is_planned(&self, node: &str, text: Option<&str>) -> bool {
+        self.known.get(node).is_some_and(|known| {
+            known.planned.is_some() && known.text.as_ref().is_some_and(|t| t.as_deref() == text)
+        })
     }
 
     /// Nodes the state knows of (to detect deletions missed while not watching).
@@ -190,34 +320,91 @@ impl SubnetState {
 
     /// Computes the node's full annotation, allocating and releasing as needed.
     pub(crate) fn plan_node(&mut self, node: &str, existing: &NodeSubnets) -> NodePlan {
-        let mut plan = NodePlan::default();
+        let mut plan = NodePlan {
+            generation: self.generation,
+            ..NodePlan::default()
+        };
         if let Some(default) = existing.get(DEFAULT_NETWORK_NAME) {
             plan.desired
                 .insert(DEFAULT_NETWORK_NAME.to_owned(), default.clone());
         }
         for (name, network) in &mut self.networks {
-            let current = existing.get(name).map(Vec::as_slice).unwrap_or_default();
-            let families = (network.ipv4, network.ipv6);
-            match ensure_node_network(&mut network.allocator, name, families, node, current) {
-                Ok(outcome) => {
-                    if !outcome.allocated.is_empty() || !outcome.released.is_empty() {
-                        plan.touched.insert(name.clone());
-                    }
-                    plan.allocated
-                        .extend(outcome.allocated.iter().map(|s| (name.clone(), *s)));
-                    if !outcome.subnets.is_empty() {
-                        plan.desired.insert(name.clone(), outcome.subnets);
-                    }
+            plan_network(&mut plan, name, network, node, existing);
+        }
+        plan.write = plan.desired != *existing;
+        plan
+    }
+
+    /// Observes the node's annotation `text` and computes the node's plan, as
+    /// [`plan_node`](Self::plan_node) would. `None` when the annotation is still the one the
+    /// node's last plan left complete and no network changed since (nothing to do). A plan
+    /// that writes nothing is recorded as complete right away; one that writes is recorded by
+    /// [`written`](Self::written).
+    pub(crate) fn plan_observed(&mut self, node: &str, text: Option<&str>) -> Option<NodePlan> {
+        self.observe_text(node, text);
+        let mut known = self.known.remove(node).unwrap_or_default();
+        let since = known
+            .planned
+            .as_ref()
+            .filter(|planned| planned.generation >= self.removed_at);
+        let plan = match since {
+            Some(planned) => {
+                let mut dirty: BTreeSet<String> = self
+                    .changed_at
+                    .range(planned.generation.saturating_add(1)..)
+                    .map(|(_, name)| name.clone())
+                    .collect();
+                dirty.extend(planned.failing.iter().cloned());
+                if dirty.is_empty() {
+                    self.known.insert(node.to_owned(), known);
+                    return None;
                 }
-                Err(error) => {
-                    if !current.is_empty() {
-                        plan.desired.insert(name.clone(), current.to_vec());
-                    }
-                    plan.errors.insert(name.clone(), error.to_string());
-                }
+                self.plan_networks(node, &known.subnets, &dirty)
+            }
+            None => self.plan_node(node, &known.subnets),
+        };
+        if !plan.write {
+            known.planned = Some(Planned {
+                generation: plan.generation,
+                failing: plan.errors.keys().cloned().collect(),
+            });
+        }
+        self.known.insert(node.to_owned(), known);
+        Some(plan)
+    }
+
+    /// The plan of a node whose annotation `existing` was complete except for `names`.
+    fn plan_networks(
+        &mut self,
+        node: &str,
+        existing: &NodeSubnets,
+        names: &BTreeSet<String>,
+    ) -> NodePlan {
+        let mut plan = NodePlan {
+            desired: existing.clone(),
+            generation: self.generation,
+            ..NodePlan::default()
+        };
+        for name in names {
+            if let Some(network) = self.networks.get_mut(name) {
+                plan_network(&mut plan, name, network, node, existing);
             }
         }
+        plan.write = plan.desired != *existing;
         plan
+    }
+
+    /// Records that `plan` was written to the node as `text`.
+    pub(crate) fn written(&mut self, node: &str, plan: NodePlan, text: Option<String>) {
+        let known = KnownNode {
+            planned: Some(Planned {
+                generation: plan.generation,
+                failing: plan.errors.into_keys().collect(),
+            }),
+            subnets: plan.desired,
+            text: Some(text),
+        };
+        self.known.insert(node.to_owned(), known);
     }
 
     /// Releases subnets allocated by a plan whose annotation was not written.
@@ -245,14 +432,25 @@ impl SubnetState {
         (touched, changes)
     }
 
-    /// Records the node's errors per network (an empty map means all succeeded).
+    /// Records the node's errors per network (an empty map means all succeeded). Only
+    /// networks the node fails in now or failed in before can change.
     pub(crate) fn record_errors(
         &mut self,
         node: &str,
         errors: &BTreeMap<String, String>,
     ) -> Vec<ErrorChange> {
+        let failed_before = self
+            .errors
+            .iter()
+            .filter(|(_, state)| state.nodes.contains_key(node))
+            .map(|(name, _)| name);
+        let names: BTreeSet<String> = errors
+            .keys()
+            .chain(failed_before)
+            .filter(|name| self.networks.contains_key(*name))
+            .cloned()
+            .collect();
         let mut changes = Vec::new();
-        let names: Vec<String> = self.networks.keys().cloned().collect();
         for name in names {
             let new = errors.get(&name);
             let state = self.errors.entry(name.clone()).or_default();
@@ -274,10 +472,14 @@ impl SubnetState {
             if state.reported.as_deref() == Some(node) && new.is_none() {
                 state.reported = state.nodes.keys().next().cloned();
             }
+            let condition_changed = before != state.reported;
+            if state.nodes.is_empty() && state.reported.is_none() {
+                self.errors.remove(&name);
+            }
             changes.push(ErrorChange {
-                network: name.clone(),
+                network: name,
                 error: new.cloned(),
-                condition_changed: before != state.reported,
+                condition_changed,
             });
         }
         changes
@@ -302,133 +504,4 @@ impl SubnetState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn net(text: &str) -> IpNetwork {
-        text.parse().unwrap()
-    }
-
-    fn layer3(ranges: &[&str]) -> Layer3Network {
-        let ranges: Vec<SubnetEntry> = ranges.iter().map(|r| r.parse().unwrap()).collect();
-        Layer3Network {
-            ipv4: ranges.iter().any(|r| r.cidr.is_ipv4()),
-            ipv6: ranges.iter().any(|r| r.cidr.is_ipv6()),
-            ranges,
-        }
-    }
-
-    fn networks(items: &[(&str, &[&str])]) -> BTreeMap<String, Layer3Network> {
-        items
-            .iter()
-            .map(|(name, ranges)| ((*name).to_owned(), layer3(ranges)))
-            .collect()
-    }
-
-    #[test]
-    fn plans_every_network_at_once_and_keeps_default() {
-        let mut state = SubnetState::default();
-        state.sync_networks(&networks(&[
-            ("a_x", &["10.1.0.0/16/24"]),
-            ("b_y", &["10.2.0.0/16/24", "fd02::/48/64"]),
-        ]));
-        let existing = NodeSubnets::from([
-            ("default".to_owned(), vec![net("10.244.1.0/24")]),
-            ("gone_z".to_owned(), vec![net("10.9.0.0/24")]),
-        ]);
-        let plan = state.plan_node("n1", &existing);
-        assert_eq!(
-            udn_api::annotations::format_node_subnets(&plan.desired)
-                .unwrap()
-                .unwrap(),
-            r#"{"a_x":["10.1.0.0/24"],"b_y":["10.2.0.0/24","fd02:0:0:1::/64"],"default":["10.244.1.0/24"]}"#
-        );
-        assert_eq!(plan.allocated.len(), 3);
-        assert!(plan.errors.is_empty());
-        // Idempotent: the same annotation again allocates nothing.
-        let again = state.plan_node("n1", &plan.desired);
-        assert_eq!(again.desired, plan.desired);
-        assert!(again.allocated.is_empty());
-    }
-
-    #[test]
-    fn new_network_restores_known_annotations_before_allocating() {
-        let mut state = SubnetState::default();
-        state.observe(
-            "b",
-            NodeSubnets::from([("n_x".to_owned(), vec![net("10.1.0.0/24")])]),
-        );
-        let sync = state.sync_networks(&networks(&[("n_x", &["10.1.0.0/16/24"])]));
-        assert_eq!(sync.added, ["n_x"]);
-        let plan = state.plan_node("a", &NodeSubnets::new());
-        assert_eq!(plan.desired["n_x"], [net("10.1.1.0/24")]);
-    }
-
-    #[test]
-    fn expansion_appends_and_rebuild_on_other_changes() {
-        let mut state = SubnetState::default();
-        state.sync_networks(&networks(&[("n_x", &["10.1.0.0/24/25"])]));
-        let a = state.plan_node("a", &NodeSubnets::new());
-        let b = state.plan_node("b", &NodeSubnets::new());
-        let c = state.plan_node("c", &NodeSubnets::new());
-        assert_eq!(a.desired["n_x"], [net("10.1.0.0/25")]);
-        assert_eq!(b.desired["n_x"], [net("10.1.0.128/25")]);
-        assert_eq!(
-            c.errors["n_x"],
-            "error allocating network for node c, network name n_x: no subnets available"
-        );
-        state.observe("a", a.desired.clone());
-        state.observe("b", b.desired);
-        let sync =
-            state.sync_networks(&networks(&[("n_x", &["10.1.0.0/24/25", "10.2.0.0/24/25"])]));
-        assert_eq!(sync.changed, ["n_x"]);
-        let c = state.plan_node("c", &NodeSubnets::new());
-        assert_eq!(c.desired["n_x"], [net("10.2.0.0/25")]);
-        assert_eq!(state.plan_node("a", &a.desired).desired, a.desired);
-        // A removed range rebuilds from the known annotations.
-        state.observe("c", c.desired);
-        let sync = state.sync_networks(&networks(&[("n_x", &["10.1.0.0/24/25"])]));
-        assert_eq!(sync.changed, ["n_x"]);
-        assert_eq!(state.free_subnets("n_x"), Some(0));
-    }
-
-    #[test]
-    fn error_tracking_names_the_first_failing_node_until_it_recovers() {
-        let mut state = SubnetState::default();
-        state.sync_networks(&networks(&[("n_x", &["10.1.0.0/16/24"])]));
-        let fail = |m: &str| BTreeMap::from([("n_x".to_owned(), m.to_owned())]);
-        let changes = state.record_errors("b", &fail("boom"));
-        assert_eq!(
-            changes,
-            [ErrorChange {
-                network: "n_x".into(),
-                error: Some("boom".into()),
-                condition_changed: true
-            }]
-        );
-        assert!(state.record_errors("b", &fail("boom")).is_empty());
-        let changes = state.record_errors("a", &fail("boom"));
-        assert!(!changes[0].condition_changed);
-        assert_eq!(state.reported_error_node("n_x"), Some("b"));
-        let changes = state.record_errors("b", &BTreeMap::new());
-        assert!(changes[0].condition_changed);
-        assert_eq!(state.reported_error_node("n_x"), Some("a"));
-        let (_, changes) = state.forget_node("a");
-        assert!(changes[0].condition_changed);
-        assert_eq!(state.reported_error_node("n_x"), None);
-    }
-
-    #[test]
-    fn forgetting_a_node_frees_its_subnets_and_a_gone_network_drops_everything() {
-        let mut state = SubnetState::default();
-        state.sync_networks(&networks(&[("n_x", &["10.1.0.0/24/25"])]));
-        state.plan_node("a", &NodeSubnets::new());
-        assert_eq!(state.free_subnets("n_x"), Some(1));
-        let (touched, _) = state.forget_node("a");
-        assert!(touched.contains("n_x"));
-        assert_eq!(state.free_subnets("n_x"), Some(2));
-        let sync = state.sync_networks(&BTreeMap::new());
-        assert_eq!(sync.removed, ["n_x"]);
-        assert_eq!(state.free_subnets("n_x"), None);
-    }
-}
+mod tests;
