@@ -25,7 +25,7 @@ use super::ids::NetworkIds;
 use super::nad_identity::{NadKind, nad_kind};
 use super::nad_plan::has_finalizer;
 use super::nad_reconcile::{self, reconcile_nad};
-use super::shared::{Backoff, InUseWaiters, NetworkGauges, Owner, Shared, kind_labels};
+use super::shared::{Backoff, CreateLock, InUseWaiters, NetworkGauges, Owner, Shared, kind_labels};
 use super::triggers::{Triggers, udn_owner};
 use super::udn_reconcile::{self, reconcile_udn};
 use super::watch::{caches, spawn_all, wait_ready};
@@ -66,7 +66,7 @@ pub async fn run(
         waiters: Mutex::new(InUseWaiters::default()),
         backoff: Mutex::new(Backoff::default()),
         gauges: Mutex::new(NetworkGauges::default()),
-        create_lock: tokio::sync::Mutex::new(()),
+        create_lock: CreateLock::default(),
     });
     let watches = spawn_all(&client, &shared, writers, &triggers, &shutdown);
     drop(triggers);
@@ -107,8 +107,12 @@ fn queues() -> (Triggers, Queues) {
     (triggers, Queues { udns, cudns, nads })
 }
 
-/// The three appliers, one reconcile at a time each (upstream threadiness 1), until
-/// shutdown.
+/// UDNs reconciled at once. A UDN is never reconciled twice at once, and primary UDNs
+/// serialise per namespace on the create lock, so different namespaces proceed together.
+const UDN_CONCURRENCY: u16 = 4;
+
+/// The three appliers until shutdown: CUDNs and NADs one reconcile at a time (upstream
+/// threadiness 1), UDNs [`UDN_CONCURRENCY`] at a time.
 async fn run_controllers(shared: &Arc<Shared>, queues: Queues, shutdown: &Shutdown) {
     let config = ApplierConfig::default().concurrency(1);
     let udns = applier(
@@ -120,7 +124,7 @@ async fn run_controllers(shared: &Arc<Shared>, queues: Queues, shutdown: &Shutdo
         Arc::clone(shared),
         shared.stores.udns.clone(),
         queue(queues.udns, shutdown),
-        config.clone(),
+        config.clone().concurrency(UDN_CONCURRENCY),
     );
     let cudns = applier(
         |cudn, shared| Box::pin(reconcile_cudn(cudn, shared)),

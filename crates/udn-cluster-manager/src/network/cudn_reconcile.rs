@@ -76,7 +76,7 @@ async fn sync_cudn(
     name: &str,
 ) -> Result<(), NetworkError> {
     let _create = match is_primary(&cudn.spec.network) {
-        true => Some(shared.create_lock.lock().await),
+        true => Some(shared.create_lock.cluster().await),
         false => None,
     };
     let uid = cudn.metadata.uid.clone().unwrap_or_default();

@@ -2,7 +2,7 @@
 //! pods, per-key retry backoff, the upstream network gauges and the event recorder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use kube::runtime::events::Recorder;
@@ -173,8 +173,63 @@ pub(crate) struct Shared {
     /// Event recorder.
     pub(crate) recorder: Recorder,
     /// Serialises primary-NAD creation across the UDN and CUDN controllers (upstream
-    /// `createNetworkLock`).
-    pub(crate) create_lock: tokio::sync::Mutex<()>,
+    /// `createNetworkLock`), per namespace.
+    pub(crate) create_lock: CreateLock,
+}
+
+/// Serialises the syncs of primary networks that could create a NAD in the same namespace
+/// (upstream `createNetworkLock`): a primary UDN holds its namespace, a primary CUDN (which
+/// may create in any namespace) holds every namespace. Two primary UDNs of different
+/// namespaces do not wait for each other.
+#[derive(Debug, Default)]
+pub(crate) struct CreateLock {
+    /// Shared by namespace holders, exclusive for cluster holders.
+    cluster: tokio::sync::RwLock<()>,
+    /// The per-namespace locks currently in use.
+    namespaces: Mutex<BTreeMap<String, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+/// Held while a primary network is synced; releases on drop.
+#[derive(Debug)]
+pub(crate) struct CreateGuard<'a> {
+    _shared: Option<tokio::sync::RwLockReadGuard<'a, ()>>,
+    _exclusive: Option<tokio::sync::RwLockWriteGuard<'a, ()>>,
+    _namespace: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl CreateLock {
+    /// Hold `namespace` (a primary UDN's sync).
+    pub(crate) async fn namespace(&self, namespace: &str) -> CreateGuard<'_> {
+        let shared = self.cluster.read().await;
+        let mutex = self.namespace_mutex(namespace);
+        CreateGuard {
+            _shared: Some(shared),
+            _exclusive: None,
+            _namespace: Some(mutex.lock_owned().await),
+        }
+    }
+
+    /// Hold every namespace (a primary CUDN's sync).
+    pub(crate) async fn cluster(&self) -> CreateGuard<'_> {
+        CreateGuard {
+            _shared: None,
+            _exclusive: Some(self.cluster.write().await),
+            _namespace: None,
+        }
+    }
+
+    /// The lock of `namespace`, shared with its current holders and waiters; locks nobody
+    /// holds any more are dropped from the map.
+    fn namespace_mutex(&self, namespace: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut namespaces = lock(&self.namespaces);
+        if let Some(mutex) = namespaces.get(namespace).and_then(Weak::upgrade) {
+            return mutex;
+        }
+        namespaces.retain(|_, mutex| mutex.strong_count() > 0);
+        let mutex = Arc::new(tokio::sync::Mutex::new(()));
+        namespaces.insert(namespace.to_owned(), Arc::downgrade(&mutex));
+        mutex
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -224,6 +279,29 @@ mod tests {
         assert!(waiters.waiting_in("b").is_empty());
         waiters.set(owner, BTreeSet::new());
         assert!(waiters.waiting_in("a").is_empty());
+    }
+
+    #[tokio::test]
+    async fn create_lock_serialises_a_namespace_and_cudns_against_everything() {
+        use std::time::Duration;
+        let lock = CreateLock::default();
+        let blue = lock.namespace("blue").await;
+        // Another namespace goes ahead; the same namespace and a CUDN wait.
+        let red = tokio::time::timeout(Duration::from_millis(50), lock.namespace("red")).await;
+        assert!(red.is_ok());
+        drop(red);
+        let again = tokio::time::timeout(Duration::from_millis(50), lock.namespace("blue")).await;
+        assert!(again.is_err());
+        let cudn = tokio::time::timeout(Duration::from_millis(50), lock.cluster()).await;
+        assert!(cudn.is_err());
+        drop(blue);
+        let cudn = lock.cluster().await;
+        let red = tokio::time::timeout(Duration::from_millis(50), lock.namespace("red")).await;
+        assert!(red.is_err());
+        drop(cudn);
+        let _blue = lock.namespace("blue").await;
+        // Only the lock in use is kept.
+        assert_eq!(super::lock(&lock.namespaces).len(), 1);
     }
 
     #[test]

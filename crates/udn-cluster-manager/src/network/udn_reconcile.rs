@@ -71,14 +71,14 @@ async fn sync_udn(
     shared: &Shared,
     key: &str,
 ) -> Result<(), NetworkError> {
+    let namespace = udn.metadata.namespace.as_deref().unwrap_or_default();
     let _create = match is_primary(&udn.spec) {
-        true => Some(shared.create_lock.lock().await),
+        true => Some(shared.create_lock.namespace(namespace).await),
         false => None,
     };
     let inputs = shared.stores.udn_inputs(Arc::clone(udn));
     let plan = plan_udn(&inputs, &shared.ctx.config.cluster);
     debug!(ops = plan.ops.len(), "planned");
-    let namespace = udn.metadata.namespace.as_deref().unwrap_or_default();
     let api: Api<UserDefinedNetwork> = Api::namespaced(shared.ctx.client.clone(), namespace);
     let mut applied = apply_plan(udn, &plan, shared, &api).await;
     let waiting = match applied.outcome {
