@@ -6,7 +6,8 @@
 //! overlapping ranges are refused, an owner holding a subnet in a later range is not given a
 //! second one from an earlier range, and rollbacks only undo what the failing call added.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ipnetwork::IpNetwork;
 
@@ -115,7 +116,9 @@ impl Rotation {
     }
 }
 
-/// One cluster range. Allocation state is kept by scan position `n` (before rotation).
+/// One cluster range. Allocation state is kept by scan position `n` (before rotation). An
+/// owner's name is stored once per range and shared by both maps (a network has one entry
+/// per node, and there are many networks).
 #[derive(Debug, Clone)]
 struct SubnetRange {
     network: IpNetwork,
@@ -127,8 +130,9 @@ struct SubnetRange {
     scan_limit: u128,
     next: u128,
     used: RangeSet,
-    owner_of: BTreeMap<u128, String>,
-    held_by: BTreeMap<String, BTreeSet<u128>>,
+    owner_of: BTreeMap<u128, Arc<str>>,
+    /// Positions held by each owner, ascending (usually one).
+    held_by: BTreeMap<Arc<str>, Vec<u128>>,
 }
 
 impl SubnetRange {
@@ -199,25 +203,35 @@ impl SubnetRange {
     }
 
     fn held(&self, owner: &str) -> Option<u128> {
-        self.held_by.get(owner).and_then(|set| set.first().copied())
+        self.held_by
+            .get(owner)
+            .and_then(|positions| positions.first().copied())
     }
 
     fn take(&mut self, n: u128, owner: &str) {
         self.used.insert(n);
-        self.owner_of.insert(n, owner.to_owned());
-        self.held_by.entry(owner.to_owned()).or_default().insert(n);
+        let name = match self.held_by.get_key_value(owner) {
+            Some((name, _)) => Arc::clone(name),
+            None => Arc::from(owner),
+        };
+        self.owner_of.insert(n, Arc::clone(&name));
+        let positions = self.held_by.entry(name).or_default();
+        if let Err(at) = positions.binary_search(&n) {
+            positions.insert(at, n);
+        }
     }
 
-    fn free(&mut self, n: u128) -> Option<String> {
-        let owner = self.owner_of.remove(&n)?;
+    fn free(&mut self, n: u128) {
+        let Some(owner) = self.owner_of.remove(&n) else {
+            return;
+        };
         self.used.remove(n);
-        if let Some(set) = self.held_by.get_mut(&owner) {
-            set.remove(&n);
-            if set.is_empty() {
+        if let Some(positions) = self.held_by.get_mut(&owner) {
+            positions.retain(|held| *held != n);
+            if positions.is_empty() {
                 self.held_by.remove(&owner);
             }
         }
-        Some(owner)
     }
 
     /// First free scan position from the cursor, wrapping; resets the cursor when full.
@@ -384,10 +398,10 @@ impl HostSubnetAllocator {
             let result =
                 self.locate_mut(*subnet)
                     .and_then(|(range, n)| match range.owner_of.get(&n) {
-                        Some(holder) if holder == owner => Ok(()),
+                        Some(holder) if **holder == *owner => Ok(()),
                         Some(holder) => Err(SubnetError::AlreadyOwned {
                             subnet: canonical(*subnet),
-                            owner: holder.clone(),
+                            owner: holder.to_string(),
                         }),
                         None => {
                             range.take(n, owner);
@@ -415,13 +429,13 @@ impl HostSubnetAllocator {
             let result =
                 self.locate_mut(*subnet)
                     .and_then(|(range, n)| match range.owner_of.get(&n) {
-                        Some(holder) if holder == owner => {
+                        Some(holder) if **holder == *owner => {
                             range.free(n);
                             Ok(())
                         }
                         Some(holder) => Err(SubnetError::AlreadyOwned {
                             subnet: canonical(*subnet),
-                            owner: holder.clone(),
+                            owner: holder.to_string(),
                         }),
                         None => Err(SubnetError::NotInAnyRange {
                             subnet: canonical(*subnet),
@@ -472,7 +486,7 @@ impl HostSubnetAllocator {
     /// The owner of `subnet`, if it is allocated.
     pub fn owner_of(&self, subnet: IpNetwork) -> Option<&str> {
         let (range, n) = self.locate(subnet).ok()?;
-        range.owner_of.get(&n).map(String::as_str)
+        range.owner_of.get(&n).map(AsRef::as_ref)
     }
 
     /// Usage of every range, IPv4 ranges first, each family in insertion order.

@@ -118,7 +118,7 @@ fn check_invariants(a: &HostSubnetAllocator) -> Result<(), TestCaseError> {
                         other
                     );
                 }
-                seen.insert(sn, owner.clone());
+                seen.insert(sn, owner.to_string());
             }
         }
     }
