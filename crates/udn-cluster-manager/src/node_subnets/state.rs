@@ -395,7 +395,11 @@ impl SubnetState {
     }
 
     /// Records that `plan` was written to the node as `text`.
-    pub(crate) fn written(&mut self, node: &str, plan: NodePlan, text: Option<String>) {
+    pub(crate) fn written(&mut self, node: &str, plan: NodePlan, mut text: Option<String>) {
+        // Kept for every node: without the encoder's spare capacity.
+        if let Some(text) = &mut text {
+            text.shrink_to_fit();
+        }
         let known = KnownNode {
             planned: Some(Planned {
                 generation: plan.generation,
