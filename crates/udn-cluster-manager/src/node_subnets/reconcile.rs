@@ -75,13 +75,15 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
                 source,
             })?;
         let resource_version = node.metadata.resource_version.as_deref();
+        let allocated = plan.allocated.len();
+        let writing = lock(&shared.inner).state.writing(name, plan, value.clone());
         match patch_node(&api, name, resource_version, value.as_deref()).await {
             Ok(_) => {
-                info!(node = %name, allocated = plan.allocated.len(), "node-subnets annotation written");
-                lock(&shared.inner).state.written(name, plan, value);
+                info!(node = %name, allocated, "node-subnets annotation written");
                 return Ok(failing);
             }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
+                lock(&shared.inner).state.unwritten(name, writing, false);
                 current = api
                     .get_opt(name)
                     .await
@@ -92,11 +94,12 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
                     .map(Arc::new);
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
+                lock(&shared.inner).state.unwritten(name, writing, false);
                 forget_node(shared, name).await;
                 return Ok(false);
             }
             Err(source) => {
-                lock(&shared.inner).state.rollback(name, &plan.allocated);
+                lock(&shared.inner).state.unwritten(name, writing, true);
                 return Err(NodeSubnetsError::Patch {
                     node: name.to_owned(),
                     source,

@@ -93,6 +93,14 @@ pub(crate) struct NodePlan {
     pub(crate) generation: u64,
 }
 
+/// A node annotation write in flight: what the state knew before, and what the plan
+/// allocated.
+#[derive(Debug)]
+pub(crate) struct Writing {
+    previous: Option<KnownNode>,
+    allocated: Vec<(String, IpNetwork)>,
+}
+
 /// A change of one network's per-node error state.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ErrorChange {
@@ -339,7 +347,7 @@ impl SubnetState {
     /// [`plan_node`](Self::plan_node) would. `None` when the annotation is still the one the
     /// node's last plan left complete and no network changed since (nothing to do). A plan
     /// that writes nothing is recorded as complete right away; one that writes is recorded by
-    /// [`written`](Self::written).
+    /// [`writing`](Self::writing).
     pub(crate) fn plan_observed(&mut self, node: &str, text: Option<&str>) -> Option<NodePlan> {
         self.observe_text(node, text);
         let mut known = self.known.remove(node).unwrap_or_default();
@@ -394,8 +402,15 @@ impl SubnetState {
         plan
     }
 
-    /// Records that `plan` was written to the node as `text`.
-    pub(crate) fn written(&mut self, node: &str, plan: NodePlan, mut text: Option<String>) {
+    /// Records `plan` as the node's annotation, written as `text`, before the write is sent
+    /// (so that the write's echo is recognised as planned). If the write fails, hand the
+    /// returned [`Writing`] to [`unwritten`](Self::unwritten).
+    pub(crate) fn writing(
+        &mut self,
+        node: &str,
+        plan: NodePlan,
+        mut text: Option<String>,
+    ) -> Writing {
         // Kept for every node: without the encoder's spare capacity.
         if let Some(text) = &mut text {
             text.shrink_to_fit();
@@ -408,11 +423,27 @@ impl SubnetState {
             subnets: plan.desired,
             text: Some(text),
         };
-        self.known.insert(node.to_owned(), known);
+        Writing {
+            previous: self.known.insert(node.to_owned(), known),
+            allocated: plan.allocated,
+        }
+    }
+
+    /// The write begun by [`writing`](Self::writing) failed: the node's annotation is what
+    /// it was; with `rollback`, the subnets the plan allocated are released too (after a
+    /// conflict they are kept for the next attempt).
+    pub(crate) fn unwritten(&mut self, node: &str, writing: Writing, rollback: bool) {
+        match writing.previous {
+            Some(previous) => self.known.insert(node.to_owned(), previous),
+            None => self.known.remove(node),
+        };
+        if rollback {
+            self.rollback(node, &writing.allocated);
+        }
     }
 
     /// Releases subnets allocated by a plan whose annotation was not written.
-    pub(crate) fn rollback(&mut self, node: &str, allocated: &[(String, IpNetwork)]) {
+    fn rollback(&mut self, node: &str, allocated: &[(String, IpNetwork)]) {
         for (name, subnet) in allocated {
             if let Some(network) = self.networks.get_mut(name) {
                 rollback(&mut network.allocator, node, &[*subnet]);

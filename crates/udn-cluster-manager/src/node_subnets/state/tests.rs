@@ -135,7 +135,7 @@ fn observed_plans_skip_nodes_with_nothing_new_and_look_only_at_changed_networks(
     let first = state.plan_observed("n1", None).unwrap();
     assert!(first.write);
     let text = udn_api::annotations::format_node_subnets(&first.desired).unwrap();
-    state.written("n1", first, text.clone());
+    drop(state.writing("n1", first, text.clone()));
     assert!(state.is_planned("n1", text.as_deref()));
     assert!(!state.is_planned("n1", None));
     // Our own write echoed back: nothing to do.
@@ -146,14 +146,22 @@ fn observed_plans_skip_nodes_with_nothing_new_and_look_only_at_changed_networks(
     assert_eq!(second.allocated, [("b_y".to_owned(), net("10.2.0.0/24"))]);
     assert_eq!(second.touched, BTreeSet::from(["b_y".to_owned()]));
     assert_eq!(second.desired.len(), 2);
-    // Not written (say the patch failed): the node is looked at again.
-    assert!(!state.is_planned("n1", Some("{}")));
-    assert!(state.plan_observed("n1", text.as_deref()).is_some());
-    // Someone else changed the annotation: parsed again and planned in full.
+    // Not written (the patch failed): the node is as before and looked at again.
+    let second_text = udn_api::annotations::format_node_subnets(&second.desired).unwrap();
+    let writing = state.writing("n1", second, second_text.clone());
+    assert!(state.is_planned("n1", second_text.as_deref()));
+    state.unwritten("n1", writing, true);
+    assert!(!state.is_planned("n1", second_text.as_deref()));
+    assert!(state.is_planned("n1", text.as_deref()));
+    let retried = state.plan_observed("n1", text.as_deref()).unwrap();
+    // Released and allocated again (the allocator's cursor has moved on).
+    assert_eq!(retried.allocated, [("b_y".to_owned(), net("10.2.1.0/24"))]);
+    // Someone else changed the annotation: parsed again and planned in full (the b_y
+    // subnet the node holds comes back).
     let changed = r#"{"a_x":["10.1.9.0/24"]}"#;
     let third = state.plan_observed("n1", Some(changed)).unwrap();
     assert_eq!(third.desired["a_x"], [net("10.1.9.0/24")]);
-    assert_eq!(third.desired["b_y"], [net("10.2.0.0/24")]);
+    assert_eq!(third.desired["b_y"], [net("10.2.1.0/24")]);
 }
 
 mod incremental {
@@ -174,11 +182,18 @@ mod incremental {
         &["10.4.0.0/16/24", "fd04::/48/64"],
     ];
 
+    #[derive(Clone, Copy, Debug)]
+    enum Write {
+        Succeeds,
+        Fails,
+        Conflicts,
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         SetNetwork(usize, usize),
         RemoveNetwork(usize),
-        Reconcile { node: usize, write_fails: bool },
+        Reconcile { node: usize, write: Write },
         ForeignEdit(usize),
         DeleteNode(usize),
     }
@@ -187,8 +202,12 @@ mod incremental {
         prop_oneof![
             2 => (0..NETWORKS.len(), 0..RANGES.len()).prop_map(|(n, r)| Op::SetNetwork(n, r)),
             1 => (0..NETWORKS.len()).prop_map(Op::RemoveNetwork),
-            6 => (0..NODES.len(), proptest::bool::weighted(0.15))
-                .prop_map(|(node, write_fails)| Op::Reconcile { node, write_fails }),
+            6 => (0..NODES.len(), prop_oneof![
+                    6 => Just(Write::Succeeds),
+                    1 => Just(Write::Fails),
+                    1 => Just(Write::Conflicts),
+                ])
+                .prop_map(|(node, write)| Op::Reconcile { node, write }),
             1 => (0..NODES.len()).prop_map(Op::ForeignEdit),
             1 => (0..NODES.len()).prop_map(Op::DeleteNode),
         ]
@@ -216,7 +235,7 @@ mod incremental {
                     Op::RemoveNetwork(network) => {
                         state.sync_network(NETWORKS[network], None, &mut NetworkSync::default());
                     }
-                    Op::Reconcile { node, write_fails } => {
+                    Op::Reconcile { node, write } => {
                         let node = NODES[node];
                         let text = annotations.get(node).cloned().flatten();
                         let full = full_plan(&state, node, text.as_deref());
@@ -231,16 +250,19 @@ mod incremental {
                                 state.record_errors(node, &plan.errors);
                                 if !plan.write {
                                     prop_assert!(state.is_planned(node, text.as_deref()));
-                                } else if write_fails {
-                                    state.rollback(node, &plan.allocated);
-                                } else {
-                                    let written = udn_api::annotations::format_node_subnets(
-                                        &plan.desired,
-                                    )
-                                    .unwrap();
-                                    annotations.insert(node, written.clone());
-                                    state.written(node, plan, written.clone());
-                                    prop_assert!(state.is_planned(node, written.as_deref()));
+                                    continue;
+                                }
+                                let written =
+                                    udn_api::annotations::format_node_subnets(&plan.desired)
+                                        .unwrap();
+                                let writing = state.writing(node, plan, written.clone());
+                                prop_assert!(state.is_planned(node, written.as_deref()));
+                                match write {
+                                    Write::Succeeds => {
+                                        annotations.insert(node, written);
+                                    }
+                                    Write::Fails => state.unwritten(node, writing, true),
+                                    Write::Conflicts => state.unwritten(node, writing, false),
                                 }
                             }
                         }
