@@ -109,7 +109,7 @@ fn queues() -> (Triggers, Queues) {
 
 /// UDNs reconciled at once. A UDN is never reconciled twice at once, and primary UDNs
 /// serialise per namespace on the create lock, so different namespaces proceed together.
-const UDN_CONCURRENCY: u16 = 4;
+const UDN_CONCURRENCY: u16 = 8;
 
 /// The three appliers until shutdown: CUDNs and NADs one reconcile at a time (upstream
 /// threadiness 1), UDNs [`UDN_CONCURRENCY`] at a time.
