@@ -17,6 +17,7 @@ pub mod cluster;
 #[cfg(feature = "cli")]
 pub mod cluster_args;
 pub mod crd;
+pub mod go_text;
 pub mod ipamclaim;
 pub mod nad;
 pub mod names;

@@ -1,8 +1,6 @@
 //! Go's `fmt` rendering of decoded JSON values (`%v`, `%q`) and Go type names, so that
 //! error messages built from patch contents read as the real server's do.
 
-use std::fmt::Write as _;
-
 use serde_json::{Map, Number, Value};
 
 /// The dynamic Go type a JSON value decodes into (`interface{}` with ints preserved, as
@@ -137,45 +135,7 @@ fn float(f: f64) -> String {
     }
 }
 
-/// `%q` of a string (`strconv.Quote`).
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_print(c) => out.push(c),
-            c if (c as u32) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// `unicode.IsPrint`: graphic characters and the ASCII space.
-pub(crate) fn is_print(c: char) -> bool {
-    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format(c))
-}
-
-fn is_format(c: char) -> bool {
-    matches!(c as u32, 0xad | 0x600..=0x605 | 0x200b..=0x200f | 0x2028..=0x202e | 0x2060..=0x206f | 0xfeff | 0xfff9..=0xfffb)
-}
+pub(crate) use udn_api::go_text::{is_print, quote};
 
 /// `value.ToString` of structured-merge-diff (used in field paths of conflict messages).
 pub(crate) fn smd_value(v: &Value) -> String {
