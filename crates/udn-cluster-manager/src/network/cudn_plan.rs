@@ -68,7 +68,7 @@ pub(crate) enum Step {
 pub(crate) struct CudnPlan {
     /// Add the finalizer first.
     pub(crate) add_finalizer: bool,
-    /// Per-namespace steps: removals (by namespace), then ensures (by namespace).
+    /// Per-namespace steps: ensures (by namespace), then removals (by namespace).
     pub(crate) steps: Vec<Step>,
     /// Remove the finalizer last, if every step succeeded (the CUDN is being deleted).
     pub(crate) remove_finalizer: bool,
@@ -122,13 +122,6 @@ pub(crate) fn plan_cudn(inputs: &CudnInputs, cluster: &ClusterConfig) -> CudnPla
             return plan;
         }
     };
-    plan.steps.extend(
-        inputs
-            .owned
-            .keys()
-            .filter(|namespace| !selected.contains(*namespace))
-            .map(|namespace| remove_step(inputs, namespace)),
-    );
     let empty = NadTarget::default();
     plan.steps.extend(selected.iter().map(|namespace| {
         let target = inputs.targets.get(namespace).unwrap_or(&empty);
@@ -138,6 +131,16 @@ pub(crate) fn plan_cudn(inputs: &CudnInputs, cluster: &ClusterConfig) -> CudnPla
             result: ensure_nad(&source, target, cluster),
         }
     }));
+    // Removals after ensures: a NAD created first registers the network's ID before the
+    // last old NAD's deletion could release it, so moving a CUDN between namespaces keeps
+    // its network ID.
+    plan.steps.extend(
+        inputs
+            .owned
+            .keys()
+            .filter(|namespace| !selected.contains(*namespace))
+            .map(|namespace| remove_step(inputs, namespace)),
+    );
     plan
 }
 

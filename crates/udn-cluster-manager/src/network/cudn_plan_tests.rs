@@ -82,11 +82,11 @@ fn unselected_namespaces_lose_their_nad_when_unused() {
     assert_eq!(
         summary(&plan),
         [
+            "create c".to_owned(),
             "delete a".to_owned(),
             "remove b error failed to delete NetworkAttachmentDefinition [b/tenant]: network \
              in use by the following pods: [b/p]"
                 .to_owned(),
-            "create c".to_owned(),
         ]
     );
 }
