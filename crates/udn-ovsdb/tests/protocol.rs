@@ -14,8 +14,8 @@ const U: &str = "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a0";
 
 #[test]
 fn uuid_validation() {
-    assert_eq!(Uuid::parse(U).unwrap().as_str(), U);
-    assert_eq!(Uuid::parse(&U.to_uppercase()).unwrap().as_str(), U);
+    assert_eq!(Uuid::parse(U).unwrap().to_string(), U);
+    assert_eq!(Uuid::parse(&U.to_uppercase()).unwrap().to_string(), U);
     for bad in [
         "",
         "36bc5ba7d2c74a59a3e89cf5b2c7d1a0",

@@ -47,37 +47,58 @@ pub enum ValueError {
     },
 }
 
-/// A UUID in its canonical 36-character textual form (validated, lower-cased).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Uuid(String);
+/// A UUID, held as 128 bits (rows are many, so the replica keeps them compact); displayed in
+/// the canonical lower-case 8-4-4-4-12 form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Uuid(u128);
 
 impl Uuid {
-    /// Parses and validates a UUID in 8-4-4-4-12 hexadecimal form; stores it lower-cased.
+    /// Parses and validates a UUID in 8-4-4-4-12 hexadecimal form (either case).
     pub fn parse(text: &str) -> Result<Self, ValueError> {
+        let invalid = || ValueError::InvalidUuid {
+            value: text.to_owned(),
+        };
         let bytes = text.as_bytes();
-        let valid = bytes.len() == 36
-            && bytes.iter().enumerate().all(|(i, b)| match i {
-                8 | 13 | 18 | 23 => *b == b'-',
-                _ => b.is_ascii_hexdigit(),
-            });
-        if valid {
-            Ok(Self(text.to_ascii_lowercase()))
-        } else {
-            Err(ValueError::InvalidUuid {
-                value: text.to_owned(),
-            })
+        if bytes.len() != 36 {
+            return Err(invalid());
         }
+        let mut bits: u128 = 0;
+        for (i, b) in bytes.iter().enumerate() {
+            match i {
+                8 | 13 | 18 | 23 if *b == b'-' => {}
+                8 | 13 | 18 | 23 => return Err(invalid()),
+                _ => {
+                    let digit = char::from(*b).to_digit(16).ok_or_else(invalid)?;
+                    bits = (bits << 4) | u128::from(digit);
+                }
+            }
+        }
+        Ok(Self(bits))
     }
 
-    /// The textual form.
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// Builds a UUID from its 128 bits.
+    pub const fn from_u128(bits: u128) -> Self {
+        Self(bits)
+    }
+
+    /// The 128 bits.
+    pub const fn as_u128(self) -> u128 {
+        self.0
     }
 }
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        let hex = format!("{:032x}", self.0);
+        write!(
+            f,
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
     }
 }
 
@@ -106,7 +127,7 @@ impl Atom {
             Self::Real(r) => serde_json::Number::from_f64(*r).map_or(Json::Null, Json::Number),
             Self::Boolean(b) => Json::Bool(*b),
             Self::String(s) => Json::String(s.clone()),
-            Self::Uuid(u) => Json::Array(vec![Json::from("uuid"), Json::from(u.as_str())]),
+            Self::Uuid(u) => Json::Array(vec![Json::from("uuid"), Json::from(u.to_string())]),
             Self::NamedUuid(n) => {
                 Json::Array(vec![Json::from("named-uuid"), Json::from(n.as_str())])
             }
