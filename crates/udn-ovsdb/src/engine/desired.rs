@@ -1,0 +1,179 @@
+//! The desired state as plain data: units of ownership, each a list of rows we want, with
+//! references to other desired rows or to existing rows.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::protocol::{Atom, Row, Uuid, Value};
+
+/// A unit of ownership (e.g. one network): applied atomically, stamped on every row as
+/// `k8s.ovn.org/owner-type` and `k8s.ovn.org/owner`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnitKey {
+    /// Owner type, e.g. `Network`.
+    pub owner_type: String,
+    /// Unit name, e.g. the network name.
+    pub name: String,
+}
+
+impl UnitKey {
+    /// A unit key.
+    pub fn new(owner_type: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            owner_type: owner_type.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for UnitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.owner_type, self.name)
+    }
+}
+
+/// Where a reference column points.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RowRef {
+    /// A row of this controller by table and row id: desired in the same plan, or already
+    /// owned in the database.
+    Desired {
+        /// Table of the referenced row.
+        table: String,
+        /// Row id (`k8s.ovn.org/id`) of the referenced row.
+        id: String,
+    },
+    /// Any existing row, e.g. one of another owner.
+    Existing(Uuid),
+}
+
+impl RowRef {
+    /// A reference to a desired (or owned) row of this controller.
+    pub fn desired(table: impl Into<String>, id: impl Into<String>) -> Self {
+        Self::Desired {
+            table: table.into(),
+            id: id.into(),
+        }
+    }
+}
+
+/// One row we want. `columns` holds non-reference columns (canonical or not: the engine
+/// normalizes them with the server schema); `refs` holds reference columns. Columns not
+/// named in either are not managed. `external_ids`, when given, is kept and the ownership
+/// stamps are added to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredRow {
+    /// Table name.
+    pub table: String,
+    /// Row id, unique per controller and table; stamped as `k8s.ovn.org/id`.
+    pub id: String,
+    /// Non-reference columns.
+    pub columns: Row,
+    /// Reference columns: the rows each one holds.
+    pub refs: BTreeMap<String, Vec<RowRef>>,
+}
+
+impl DesiredRow {
+    /// An empty row of `table` with row id `id`.
+    pub fn new(table: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            table: table.into(),
+            id: id.into(),
+            columns: Row::new(),
+            refs: BTreeMap::new(),
+        }
+    }
+
+    /// Sets a column to `value`.
+    #[must_use]
+    pub fn value(mut self, column: &str, value: Value) -> Self {
+        self.columns.insert(column.to_owned(), value);
+        self
+    }
+
+    /// Sets a string column.
+    #[must_use]
+    pub fn string(self, column: &str, value: &str) -> Self {
+        self.value(column, Value::Atom(Atom::String(value.to_owned())))
+    }
+
+    /// Sets an integer column.
+    #[must_use]
+    pub fn integer(self, column: &str, value: i64) -> Self {
+        self.value(column, Value::Atom(Atom::Integer(value)))
+    }
+
+    /// Sets a boolean column.
+    #[must_use]
+    pub fn boolean(self, column: &str, value: bool) -> Self {
+        self.value(column, Value::Atom(Atom::Boolean(value)))
+    }
+
+    /// Sets a set-of-strings column.
+    #[must_use]
+    pub fn strings<'a>(self, column: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
+        let atoms = values
+            .into_iter()
+            .map(|s| Atom::String(s.to_owned()))
+            .collect();
+        self.value(column, Value::Set(atoms))
+    }
+
+    /// Sets a string-to-string map column.
+    #[must_use]
+    pub fn map<'a>(
+        self,
+        column: &str,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let pairs = pairs
+            .into_iter()
+            .map(|(k, v)| (Atom::String(k.to_owned()), Atom::String(v.to_owned())))
+            .collect();
+        self.value(column, Value::Map(pairs))
+    }
+
+    /// Sets a reference column to exactly `targets`.
+    #[must_use]
+    pub fn refs(mut self, column: &str, targets: impl IntoIterator<Item = RowRef>) -> Self {
+        self.refs
+            .insert(column.to_owned(), targets.into_iter().collect());
+        self
+    }
+}
+
+/// All the rows one unit wants. A unit with no rows wants all its rows gone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredUnit {
+    /// The unit.
+    pub key: UnitKey,
+    /// Its rows.
+    pub rows: Vec<DesiredRow>,
+}
+
+impl DesiredUnit {
+    /// A unit with no rows yet.
+    pub fn new(key: UnitKey) -> Self {
+        Self {
+            key,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    #[must_use]
+    pub fn row(mut self, row: DesiredRow) -> Self {
+        self.rows.push(row);
+        self
+    }
+}
+
+/// Which owned rows a plan may delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Only rows of the given units: other units of this controller are left alone.
+    Units,
+    /// Every unit of this owner type: units present in the database but not given are
+    /// deleted entirely. Every given unit must have this owner type.
+    OwnerType(String),
+}
