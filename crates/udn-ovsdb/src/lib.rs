@@ -6,4 +6,5 @@
 pub mod jsonrpc;
 pub mod nb;
 pub mod protocol;
+pub mod replica;
 pub mod schema;
