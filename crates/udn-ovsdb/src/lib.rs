@@ -3,6 +3,7 @@
 //! schemas with canonical values and compatibility checks, and the vendored OVN Northbound
 //! schema.
 
+pub mod client;
 pub mod jsonrpc;
 pub mod nb;
 pub mod protocol;

@@ -101,6 +101,9 @@ struct RefColumn {
     values: bool,
 }
 
+/// Interned table and column names of a reference column, and where its references sit.
+type RefColumnInfo = (Arc<str>, Arc<str>, RefColumn);
+
 /// A row that refers to another: (table, row, column).
 pub(crate) type Referrer = (Arc<str>, Uuid, Arc<str>);
 
@@ -108,7 +111,7 @@ pub(crate) type Referrer = (Arc<str>, Uuid, Arc<str>);
 #[derive(Debug, Default)]
 pub(crate) struct ReferenceIndex {
     /// table -> column -> where its references sit (only reference columns).
-    columns: BTreeMap<String, BTreeMap<String, (Arc<str>, Arc<str>, RefColumn)>>,
+    columns: BTreeMap<String, BTreeMap<String, RefColumnInfo>>,
     by_target: HashMap<Uuid, BTreeSet<Referrer>>,
 }
 

@@ -32,7 +32,7 @@ pub enum ReplicaError {
         column: String,
         /// The underlying error.
         #[source]
-        source: SchemaError,
+        source: Box<SchemaError>,
     },
     /// A modify or delete names a row the replica does not have.
     #[error("table {table}: {kind} of row {uuid}, which the replica does not have")]
@@ -268,7 +268,7 @@ fn value_error(table: &str, uuid: Uuid, column: &str, source: SchemaError) -> Re
         table: table.to_owned(),
         uuid,
         column: column.to_owned(),
-        source,
+        source: Box::new(source),
     }
 }
 
