@@ -9,3 +9,4 @@ pub mod nb;
 pub mod protocol;
 pub mod replica;
 pub mod schema;
+pub mod testing;

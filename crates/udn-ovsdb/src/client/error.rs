@@ -48,12 +48,14 @@ pub enum ClientError {
         source: SchemaError,
     },
     /// The server answered a request with a JSON-RPC error.
-    #[error("OVSDB {method} request failed on the server: {error}")]
+    #[error("OVSDB {method} request failed on the server: {error} ({})", details.as_deref().unwrap_or("no details"))]
     Rpc {
         /// The request's method.
         method: String,
-        /// The server's `error`, as text (e.g. `unknown method`, `unknown database`).
+        /// The server's error tag (e.g. `unknown method`, `unknown database`).
         error: String,
+        /// The server's details, when given.
+        details: Option<String>,
     },
     /// The server sent something that cannot be used; the connection is dropped.
     #[error("OVSDB protocol error in {context}")]

@@ -336,11 +336,23 @@ fn dispatch(link: &Link, state: &SyncState, message: Message) -> Result<(), Clie
 /// Hands a reply to its waiter. Monitor replies are loaded into the replica first; failing to
 /// load one ends the connection.
 fn deliver(state: &SyncState, pending: Pending, response: Response) -> Result<(), ClientError> {
-    let rpc_error = |method: &str, error: &Json| ClientError::Rpc {
-        method: method.to_owned(),
-        error: error
-            .as_str()
-            .map_or_else(|| error.to_string(), str::to_owned),
+    let rpc_error = |method: &str, error: &Json| {
+        let text = |json: &Json| {
+            json.as_str()
+                .map_or_else(|| json.to_string(), str::to_owned)
+        };
+        let (tag, details) = match error {
+            Json::Object(o) => (
+                o.get("error").map_or_else(|| error.to_string(), text),
+                o.get("details").map(text),
+            ),
+            _ => (text(error), None),
+        };
+        ClientError::Rpc {
+            method: method.to_owned(),
+            error: tag,
+            details,
+        }
     };
     match pending {
         Pending::Call { method, reply } => {

@@ -305,6 +305,7 @@ async fn sync(shared: &Shared, link: &Link) -> Result<(), ClientError> {
         return Err(ClientError::Rpc {
             method: MonitorMethod::Plain.as_str().to_owned(),
             error: "unknown method".to_owned(),
+            details: None,
         });
     };
     *lock(&shared.method) = Some(method);
