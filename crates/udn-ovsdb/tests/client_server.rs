@@ -361,14 +361,11 @@ async fn replica_reflects_each_commit_when_transact_returns() {
         let OperationResult::Inserted(uuid) = results[0] else {
             panic!()
         };
-        let replica = client.replica();
-        let row = replica.get("Logical_Switch", &uuid);
-        assert_eq!(
-            row.map(|r| r["name"].clone()),
-            Some(s(&name)),
-            "iteration {i}"
-        );
-        drop(replica);
+        let name_in_replica = client
+            .replica()
+            .get("Logical_Switch", &uuid)
+            .map(|r| r["name"].clone());
+        assert_eq!(name_in_replica, Some(s(&name)), "iteration {i}");
         client
             .transact(vec![Operation::Mutate {
                 table: "Logical_Switch".into(),

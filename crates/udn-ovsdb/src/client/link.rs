@@ -318,7 +318,7 @@ fn dispatch(link: &Link, state: &SyncState, message: Message) -> Result<(), Clie
                     .map_err(|e| protocol(&notification.method, ProtocolError::Update(e)))?;
             match update {
                 Some(update) if update.monitor_id == json!(MONITOR_ID) => state
-                    .apply_update(&update)
+                    .apply_update(update)
                     .map_err(|e| protocol(&notification.method, ProtocolError::Replica(e))),
                 Some(_) => {
                     debug!(method = %notification.method, "ovsdb update for another monitor, ignored");

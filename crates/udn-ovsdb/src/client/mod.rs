@@ -19,8 +19,7 @@ mod monitor;
 mod state;
 
 use std::collections::BTreeMap;
-use std::ops::Deref;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use serde_json::{Value as Json, json};
 use tokio::sync::watch;
@@ -136,13 +135,14 @@ impl Client {
         decode_transact_result(count, &result).map_err(ClientError::Transact)
     }
 
-    /// Read access to the replica. Do not hold it across an `.await`: the connection's reader
-    /// waits for it to apply updates.
-    pub fn replica(&self) -> impl Deref<Target = Replica> + '_ {
+    /// Read access to the replica. Do not hold it across an `.await` (clippy's
+    /// `await_holding_lock` catches that): the connection's reader waits for it to apply updates.
+    pub fn replica(&self) -> RwLockReadGuard<'_, Replica> {
         self.shared.state.read()
     }
 
-    /// Waits until the client is connected and its replica synced.
+    /// Waits until the client is connected and its replica synced. Waits as long as that
+    /// takes (e.g. while the server is down): callers bound it with a timeout.
     pub async fn wait_synced(&self) -> Result<(), ClientError> {
         let mut synced = self.shared.synced.subscribe();
         synced

@@ -58,8 +58,8 @@ impl SyncState {
 
     /// Applies an update notification. On error the replica is no longer trustworthy: the next
     /// sync is a full one.
-    pub(crate) fn apply_update(&self, update: &MonitorUpdate) -> Result<(), ReplicaError> {
-        let applied = self.write().apply(&update.updates);
+    pub(crate) fn apply_update(&self, update: MonitorUpdate) -> Result<(), ReplicaError> {
+        let applied = self.write().apply_owned(update.updates);
         match applied {
             Ok(()) => {
                 if update.last_txn_id.is_some() {
@@ -99,12 +99,13 @@ impl SyncState {
                 TableUpdates::from_v1_json(result).map_err(ProtocolError::Update)?,
             ),
         };
+        let changes = updates.len();
         let applied = {
             let mut replica = self.write();
             if !found {
                 *replica = fresh;
             }
-            replica.apply(&updates)
+            replica.apply_owned(updates)
         };
         if let Err(error) = applied {
             self.set_last_txn_id(None);
@@ -115,14 +116,12 @@ impl SyncState {
         if found {
             info!(
                 method = method.as_str(),
-                changes = updates.len(),
-                generation,
-                "ovsdb replica caught up incrementally"
+                changes, generation, "ovsdb replica caught up incrementally"
             );
         } else {
             info!(
                 method = method.as_str(),
-                rows = updates.len(),
+                rows = changes,
                 generation,
                 "ovsdb replica loaded"
             );

@@ -83,13 +83,19 @@ impl Replica {
     /// Applies a monitor reply or notification. Values are normalized with their column types.
     /// On error the rows before the failing one are applied: the caller should resynchronize.
     pub fn apply(&mut self, updates: &TableUpdates) -> Result<(), ReplicaError> {
+        self.apply_owned(updates.clone())
+    }
+
+    /// [`Replica::apply`] taking the updates by value (no copy of the values: the client's
+    /// path, where initial contents can be large).
+    pub fn apply_owned(&mut self, updates: TableUpdates) -> Result<(), ReplicaError> {
         let schema = Arc::clone(&self.schema);
-        for (table, rows) in &updates.tables {
-            let Some(table_schema) = schema.table(table) else {
+        for (table, rows) in updates.tables {
+            let Some(table_schema) = schema.table(&table) else {
                 continue;
             };
             for (uuid, update) in rows {
-                self.apply_row(table, table_schema, *uuid, update)?;
+                self.apply_row(&table, table_schema, uuid, update)?;
             }
         }
         Ok(())
@@ -100,19 +106,20 @@ impl Replica {
         table: &str,
         table_schema: &TableSchema,
         uuid: Uuid,
-        update: &RowUpdate,
+        update: RowUpdate,
     ) -> Result<(), ReplicaError> {
         let missing = |kind| ReplicaError::MissingRow {
             table: table.to_owned(),
             uuid,
             kind,
         };
+        let is_diff = matches!(update, RowUpdate::Modify(_));
         match update {
-            RowUpdate::Insert(given) => {
+            RowUpdate::Insert(mut given) => {
                 let mut row = Row::new();
                 for (column, column_schema) in &table_schema.columns {
-                    let value = match given.get(column) {
-                        Some(v) => normalize(table, uuid, column, &column_schema.ty, v.clone())?,
+                    let value = match given.remove(column) {
+                        Some(v) => normalize(table, uuid, column, &column_schema.ty, v)?,
                         None => column_schema.ty.default_value(),
                     };
                     row.insert(column.clone(), value);
@@ -127,7 +134,6 @@ impl Replica {
                     .insert(uuid, row);
             }
             RowUpdate::Modify(changes) | RowUpdate::Replace(changes) => {
-                let is_diff = matches!(update, RowUpdate::Modify(_));
                 let mut row = self
                     .tables
                     .get_mut(table)
@@ -158,29 +164,39 @@ impl Replica {
         table_schema: &TableSchema,
         uuid: Uuid,
         row: &mut Row,
-        changes: &Row,
+        changes: Row,
         is_diff: bool,
     ) -> Result<(), ReplicaError> {
         for (column, change) in changes {
-            let Some(column_schema) = table_schema.columns.get(column) else {
+            let Some(column_schema) = table_schema.columns.get(&column) else {
                 continue;
             };
             let ty = &column_schema.ty;
-            let indexed = column == EXTERNAL_IDS || self.references.is_reference(table, column);
-            let old = row.remove(column).unwrap_or_else(|| ty.default_value());
+            let indexed = column == EXTERNAL_IDS || self.references.is_reference(table, &column);
+            let old = row.remove(&column).unwrap_or_else(|| ty.default_value());
             let indexed_old = indexed.then(|| old.clone());
-            // On error the column is left at its default: the caller resynchronizes.
             let new = if is_diff {
-                modify::apply_diff(ty, old, change.clone())
-                    .map_err(|source| value_error(table, uuid, column, source))?
+                modify::apply_diff(ty, old, change)
+                    .map_err(|source| value_error(table, uuid, &column, source))
             } else {
-                normalize(table, uuid, column, ty, change.clone())?
+                normalize(table, uuid, &column, ty, change)
+            };
+            let new = match new {
+                Ok(new) => new,
+                Err(error) => {
+                    // The caller resynchronizes; keep the row's shape meanwhile.
+                    if let Some(old) = indexed_old {
+                        self.index_column(table, uuid, &column, &old, false);
+                    }
+                    row.insert(column, ty.default_value());
+                    return Err(error);
+                }
             };
             if let Some(old) = indexed_old {
-                self.index_column(table, uuid, column, &old, false);
-                self.index_column(table, uuid, column, &new, true);
+                self.index_column(table, uuid, &column, &old, false);
+                self.index_column(table, uuid, &column, &new, true);
             }
-            row.insert(column.clone(), new);
+            row.insert(column, new);
         }
         Ok(())
     }
