@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use udn_ovsdb::client::{
-    Client, ClientConfig, ClientError, Endpoint, MonitorMethod, ProtocolError,
+    Client, ClientConfig, ClientError, Endpoint, MonitorMethod, ProtocolError, SyncKind,
 };
 use udn_ovsdb::jsonrpc::{JsonSplitter, Message, Request};
 use udn_ovsdb::protocol::{Atom, Uuid, Value};
@@ -243,7 +243,7 @@ async fn idle_client_probes_and_drops_a_silent_server_then_reconnects() {
     let mut peer = fake.accept().await;
     peer.handshake(json!([false, ZERO, initial(&[(ROW_B, "b")])]))
         .await;
-    tokio::time::timeout(WAIT, client.wait_synced())
+    tokio::time::timeout(WAIT, client.wait_resynced(1))
         .await
         .unwrap()
         .unwrap();
@@ -299,7 +299,7 @@ async fn truncated_reply_then_eof_fails_the_pending_request() {
     ));
     let mut peer = fake.accept().await;
     peer.handshake(json!([false, ZERO, {}])).await;
-    client.wait_synced().await.unwrap();
+    assert_eq!(client.wait_resynced(1).await.unwrap(), 2);
     assert_eq!(client.generation(), 2);
 }
 
@@ -331,7 +331,7 @@ async fn malformed_messages_drop_the_connection_and_resync() {
             initial(&[(ROW_B, &format!("b{round}"))])
         ]))
         .await;
-        client.wait_synced().await.unwrap();
+        client.wait_resynced(1 + round as u64).await.unwrap();
         // The supervisor marks synced only after the reload: wait for the generation.
         assert_eq!(client.generation(), 2 + round as u64, "round {round}");
         assert_eq!(names(&client), vec![format!("b{round}")]);
@@ -380,8 +380,9 @@ async fn monitor_cond_since_resumes_from_the_last_transaction() {
         .await;
     // The last transaction id from the update3 notification.
     assert_eq!(monitor.params[3], json!(TXN_2));
-    client.wait_synced().await.unwrap();
+    assert_eq!(client.wait_resynced(1).await.unwrap(), 2);
     assert_eq!(client.generation(), 2);
+    assert_eq!(client.last_sync(), Some(SyncKind::Incremental));
     let mut got = names(&client);
     got.sort();
     assert_eq!(got, vec!["a2", "b"]);

@@ -30,6 +30,7 @@ pub use config::ClientConfig;
 pub use endpoint::{Endpoint, EndpointError};
 pub use error::{ClientError, ProtocolError};
 pub use monitor::MonitorMethod;
+pub use state::SyncKind;
 
 use crate::protocol::{Operation, OperationResult, decode_transact_result};
 use crate::replica::Replica;
@@ -48,8 +49,8 @@ struct Shared {
     link: Mutex<Option<Arc<Link>>>,
     /// The monitor method the server accepted at the last (re)connection.
     method: Mutex<Option<MonitorMethod>>,
-    /// Whether the client is connected and its replica synced.
-    synced: watch::Sender<bool>,
+    /// The generation of the replica while connected and synced; `None` while disconnected.
+    synced: watch::Sender<Option<u64>>,
     /// The current connection's reader task.
     reader: Mutex<Option<AbortHandle>>,
 }
@@ -91,7 +92,7 @@ impl Client {
             schema: RwLock::new(empty),
             link: Mutex::new(None),
             method: Mutex::new(None),
-            synced: watch::Sender::new(false),
+            synced: watch::Sender::new(None),
             reader: Mutex::new(None),
             config,
         });
@@ -144,17 +145,28 @@ impl Client {
     /// Waits until the client is connected and its replica synced. Waits as long as that
     /// takes (e.g. while the server is down): callers bound it with a timeout.
     pub async fn wait_synced(&self) -> Result<(), ClientError> {
+        self.wait_generation(0).await.map(|_| ())
+    }
+
+    /// Waits until the client is connected with a replica synced after generation `after`
+    /// (e.g. the generation seen before a disconnect), and returns the new generation. Waits as
+    /// long as that takes: callers bound it with a timeout.
+    pub async fn wait_resynced(&self, after: u64) -> Result<u64, ClientError> {
+        self.wait_generation(after).await
+    }
+
+    async fn wait_generation(&self, after: u64) -> Result<u64, ClientError> {
         let mut synced = self.shared.synced.subscribe();
-        synced
-            .wait_for(|synced| *synced)
+        let generation = synced
+            .wait_for(|synced| synced.is_some_and(|generation| generation > after))
             .await
-            .map(|_| ())
-            .map_err(|_| ClientError::Disconnected)
+            .map_err(|_| ClientError::Disconnected)?;
+        Ok(generation.unwrap_or(after))
     }
 
     /// Whether the client is connected and its replica synced.
     pub fn is_synced(&self) -> bool {
-        *self.shared.synced.borrow()
+        self.shared.synced.borrow().is_some()
     }
 
     /// Increases on every (re)sync of the replica (1 after [`Client::connect`]).
@@ -165,6 +177,13 @@ impl Client {
     /// The monitor method the server accepted at the last (re)connection.
     pub fn monitor_method(&self) -> Option<MonitorMethod> {
         *lock(&self.shared.method)
+    }
+
+    /// How the replica was last synced: in full, or incrementally when `monitor_cond_since`
+    /// let the server send only what changed while the client was away (clustered servers;
+    /// standalone ones report no transaction ids).
+    pub fn last_sync(&self) -> Option<SyncKind> {
+        self.shared.state.last_sync()
     }
 
     /// Sends an `echo` and checks the server returns its parameters.
@@ -245,7 +264,7 @@ async fn establish(shared: &Arc<Shared>) -> Result<JoinHandle<ClientError>, Clie
     }
     *lock(&shared.reader) = Some(reader.abort_handle());
     *lock(&shared.link) = Some(link);
-    shared.synced.send_replace(true);
+    shared.synced.send_replace(Some(shared.state.generation()));
     Ok(reader)
 }
 
@@ -324,7 +343,7 @@ async fn supervise(shared: Arc<Shared>, mut reader: JoinHandle<ClientError>) {
         if let Some(link) = lock(&shared.link).take() {
             link.close();
         }
-        shared.synced.send_replace(false);
+        shared.synced.send_replace(None);
         warn!(endpoint = %shared.config.endpoint, error = %error_chain(&reason), "ovsdb connection lost, reconnecting");
         let mut delay = min_delay;
         reader = loop {

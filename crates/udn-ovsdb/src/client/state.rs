@@ -12,12 +12,23 @@ use super::monitor::MonitorMethod;
 use crate::protocol::{MonitorSinceReply, MonitorUpdate, TableUpdates, Uuid};
 use crate::replica::{Replica, ReplicaError};
 
+/// How the replica was last synced with the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncKind {
+    /// Replaced by the server's whole contents.
+    Full,
+    /// Caught up with the changes since the last transaction it had seen
+    /// (`monitor_cond_since` found that transaction).
+    Incremental,
+}
+
 /// The replica and its bookkeeping, shared by the client handle and the reader task.
 #[derive(Debug)]
 pub(crate) struct SyncState {
     replica: RwLock<Replica>,
     generation: AtomicU64,
     last_txn_id: Mutex<Option<Uuid>>,
+    last_sync: Mutex<Option<SyncKind>>,
 }
 
 impl SyncState {
@@ -26,6 +37,7 @@ impl SyncState {
             replica: RwLock::new(replica),
             generation: AtomicU64::new(0),
             last_txn_id: Mutex::new(None),
+            last_sync: Mutex::new(None),
         }
     }
 
@@ -45,6 +57,14 @@ impl SyncState {
     pub(crate) fn last_txn_id(&self) -> Option<Uuid> {
         *self
             .last_txn_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How the replica was last synced.
+    pub(crate) fn last_sync(&self) -> Option<SyncKind> {
+        *self
+            .last_sync
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -112,6 +132,14 @@ impl SyncState {
             return Err(ProtocolError::Replica(error));
         }
         self.set_last_txn_id(last_txn_id);
+        *self
+            .last_sync
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(if found {
+            SyncKind::Incremental
+        } else {
+            SyncKind::Full
+        });
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         if found {
             info!(

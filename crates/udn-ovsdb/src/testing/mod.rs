@@ -116,6 +116,25 @@ fn run(program: &str, args: &[&str]) -> Result<Output, HarnessError> {
     }
 }
 
+fn temp_dir() -> Result<tempfile::TempDir, HarnessError> {
+    tempfile::Builder::new()
+        .prefix("udn-ovsdb-")
+        .tempdir()
+        .map_err(|source| HarnessError::File {
+            action: "create a temp dir in",
+            path: std::env::temp_dir(),
+            source,
+        })
+}
+
+fn write_file(path: &Path, content: &str) -> Result<(), HarnessError> {
+    std::fs::write(path, content).map_err(|source| HarnessError::File {
+        action: "write",
+        path: path.to_owned(),
+        source,
+    })
+}
+
 fn path_str(path: &Path) -> String {
     path.display().to_string()
 }
@@ -136,6 +155,28 @@ impl OvsdbServer {
     /// Starts a server with a fresh database from schema text (e.g. a modified schema).
     pub fn start_schema_text(schema: &str) -> Result<Self, HarnessError> {
         let mut server = Self::create_from_text(schema)?;
+        server.launch()?;
+        Ok(server)
+    }
+
+    /// Starts a Northbound server on a single-server clustered (raft) database, which keeps
+    /// transaction ids: `monitor_cond_since` can then resume after a reconnect, even across a
+    /// restart.
+    pub fn start_nb_clustered() -> Result<Self, HarnessError> {
+        let dir = temp_dir()?;
+        let schema = dir.path().join("schema.ovsschema");
+        write_file(&schema, nb::SCHEMA_JSON)?;
+        let mut server = Self::in_dir(dir);
+        let raft = format!("unix:{}", path_str(&server.dir.path().join("raft.sock")));
+        run(
+            "ovsdb-tool",
+            &[
+                "create-cluster",
+                &path_str(&server.db),
+                &path_str(&schema),
+                &raft,
+            ],
+        )?;
         server.launch()?;
         Ok(server)
     }
@@ -161,38 +202,19 @@ impl OvsdbServer {
     }
 
     fn create_from_text(schema: &str) -> Result<Self, HarnessError> {
-        let dir = tempfile::Builder::new()
-            .prefix("udn-ovsdb-")
-            .tempdir()
-            .map_err(|source| HarnessError::File {
-                action: "create a temp dir in",
-                path: std::env::temp_dir(),
-                source,
-            })?;
+        let dir = temp_dir()?;
         let path = dir.path().join("schema.ovsschema");
-        std::fs::write(&path, schema).map_err(|source| HarnessError::File {
-            action: "write",
-            path: path.clone(),
-            source,
-        })?;
+        write_file(&path, schema)?;
         Self::create_in(dir, &path)
     }
 
     fn create(schema: &Path) -> Result<Self, HarnessError> {
-        let dir = tempfile::Builder::new()
-            .prefix("udn-ovsdb-")
-            .tempdir()
-            .map_err(|source| HarnessError::File {
-                action: "create a temp dir in",
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        Self::create_in(dir, schema)
+        Self::create_in(temp_dir()?, schema)
     }
 
-    fn create_in(dir: tempfile::TempDir, schema: &Path) -> Result<Self, HarnessError> {
+    fn in_dir(dir: tempfile::TempDir) -> Self {
         let at = |name: &str| dir.path().join(name);
-        let server = Self {
+        Self {
             db: at("db"),
             socket: at("db.sock"),
             ctl: at("ctl"),
@@ -202,7 +224,11 @@ impl OvsdbServer {
             tcp: false,
             tcp_port: None,
             dir,
-        };
+        }
+    }
+
+    fn create_in(dir: tempfile::TempDir, schema: &Path) -> Result<Self, HarnessError> {
+        let server = Self::in_dir(dir);
         run(
             "ovsdb-tool",
             &["create", &path_str(&server.db), &path_str(schema)],
