@@ -2,6 +2,8 @@
 //! they can be read, diffed and applied without building anything.
 //!
 //! - `manifests/crds/<group>_<plural>.yaml`: the CRDs from `udn_api::crd::manifests()`.
+//! - `crates/udn-ovsdb/src/nb/generated.rs`: typed `OVN_Northbound` tables from the vendored
+//!   schema (see [`crate::codegen_nb`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,8 +33,15 @@ pub fn workspace_root() -> PathBuf {
         .map_or_else(|| manifest_dir.to_path_buf(), Path::to_path_buf)
 }
 
-/// Every generated file, rendered deterministically.
+/// Every generated file, rendered deterministically: the CRDs, then the typed NB tables.
 pub fn generated_files() -> anyhow::Result<Vec<GeneratedFile>> {
+    let mut files = crd_files()?;
+    files.push(crate::codegen_nb::generated_file(&workspace_root())?);
+    Ok(files)
+}
+
+/// The CRD manifests, in `udn_api::crd::manifests()` order.
+pub fn crd_files() -> anyhow::Result<Vec<GeneratedFile>> {
     udn_api::crd::manifests()
         .iter()
         .map(|crd| {

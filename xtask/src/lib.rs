@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod codegen;
+pub mod codegen_nb;
 
 use clap::{Parser, Subcommand};
 
@@ -19,7 +20,8 @@ pub struct Cli {
 /// The tasks.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write the generated files (CRD manifests under manifests/crds/).
+    /// Write the generated files (CRD manifests under manifests/crds/, typed NB tables in
+    /// crates/udn-ovsdb/src/nb/generated.rs).
     Codegen {
         /// Do not write; fail if any generated file is missing or stale.
         #[arg(long)]

@@ -3,8 +3,11 @@
 //! schemas with canonical values and compatibility checks, and the vendored OVN Northbound
 //! schema.
 
+pub mod client;
 pub mod engine;
 pub mod jsonrpc;
 pub mod nb;
 pub mod protocol;
+pub mod replica;
 pub mod schema;
+pub mod testing;

@@ -1,5 +1,16 @@
 //! The OVN Northbound database as vendored in `schema/ovn-nb.ovsschema` (OVN 23.03, schema
-//! 7.0.0).
+//! 7.0.0), and typed rows of each of its tables (generated from it by `cargo xtask codegen`).
+//!
+//! Each table `T` has a struct named in UpperCamelCase (`NB_Global` -> [`NbGlobal`]) with
+//! `uuid` and one field per column (Rust keywords get a trailing `_`: `type_`, `match_`), a
+//! module of name constants (`logical_switch::TABLE`, `logical_switch::PORTS`) and an
+//! [`NbTable`] impl converting to and from protocol rows.
+
+mod generated;
+mod table;
+
+pub use generated::*;
+pub use table::{NbTable, RowError};
 
 /// The vendored `OVN_Northbound` schema, verbatim.
 pub const SCHEMA_JSON: &str = include_str!("../../schema/ovn-nb.ovsschema");
