@@ -2,14 +2,17 @@
 //! column, in canonical form.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::ops::Range;
 
+use super::cursor::Cursor;
 use super::desired::{DesiredRow, DesiredUnit, RowRef, UnitKey};
 use super::error::{PlanError, RowAt};
+use super::hasher::FastMap;
 use super::owned::{Loc, Located, Owned, find_by_id};
-use super::stamps::owned_by;
+use super::parallel::{map_ranges, split, workers};
+use super::stamps::{EXTERNAL_IDS, Stamp, owned_by};
 use super::view::OwnedRowsView;
-use crate::protocol::{Atom, Mutation, Mutator, Row, Uuid, Value};
+use crate::protocol::{Atom, Mutation, Mutator, Uuid, Value};
 use crate::schema::{ColumnSchema, RefType, atom_cmp};
 
 /// What to do with one desired row.
@@ -59,11 +62,14 @@ pub(crate) struct Lookup<'a, 'v, V> {
 }
 
 /// Desired rows by (table, row id): (unit, row).
-pub(crate) type RowIndex<'a> = HashMap<(&'a str, &'a str), (u32, u32)>;
+pub(crate) type RowIndex<'a> = FastMap<(&'a str, &'a str), (u32, u32)>;
 
 /// Indexes desired rows by (table, row id), rejecting duplicates.
 pub(crate) fn index_rows(units: &[DesiredUnit]) -> Result<RowIndex<'_>, PlanError> {
-    let mut index = HashMap::with_capacity(units.iter().map(|u| u.rows.len()).sum());
+    let mut index = FastMap::with_capacity_and_hasher(
+        units.iter().map(|u| u.rows.len()).sum(),
+        Default::default(),
+    );
     for (u, unit) in (0u32..).zip(units) {
         for (r, row) in (0u32..).zip(&unit.rows) {
             if let Some((first, _)) = index.insert((row.table.as_str(), row.id.as_str()), (u, r)) {
@@ -86,12 +92,43 @@ struct RowCtx<'r> {
     row: &'r DesiredRow,
 }
 
+/// What deciding a range of units found.
+#[derive(Debug, Default)]
+struct Decided {
+    rows: Vec<Vec<RowDecision>>,
+    deps: Vec<Dep>,
+    /// New rows (by name number) strongly referenced by a desired row.
+    referenced: Vec<u32>,
+}
+
 impl<V: OwnedRowsView> Lookup<'_, '_, V> {
-    /// Decides every desired row.
+    /// Decides every desired row (ranges of units on a few threads for large plans).
     pub(crate) fn diff(&self) -> Result<Diff, PlanError> {
+        let weights: Vec<usize> = self.units.iter().map(|u| u.rows.len()).collect();
+        let ranges = split(&weights, workers(weights.iter().sum()));
         let mut diff = Diff::default();
         let mut referenced = vec![false; self.located.new_rows.len()];
-        for ((u, unit), locs) in (0u32..).zip(self.units).zip(&self.located.loc) {
+        for part in map_ranges(&ranges, |range| self.decide_units(range)) {
+            let part = part?;
+            diff.rows.extend(part.rows);
+            diff.deps.extend(part.deps);
+            for name in part.referenced {
+                if let Some(seen) = referenced.get_mut(name as usize) {
+                    *seen = true;
+                }
+            }
+        }
+        self.check_referenced(&referenced)?;
+        diff.deps.sort_unstable();
+        diff.deps.dedup();
+        Ok(diff)
+    }
+
+    fn decide_units(&self, range: Range<usize>) -> Result<Decided, PlanError> {
+        let mut decided = Decided::default();
+        let units = self.units.get(range.clone()).unwrap_or_default();
+        let locs = self.located.loc.get(range.clone()).unwrap_or_default();
+        for ((u, unit), locs) in (0u32..).skip(range.start).zip(units).zip(locs) {
             let mut decisions = Vec::with_capacity(unit.rows.len());
             for (row, loc) in unit.rows.iter().zip(locs) {
                 let ctx = RowCtx {
@@ -99,14 +136,11 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
                     key: &unit.key,
                     row,
                 };
-                decisions.push(self.decide(&ctx, *loc, &mut diff.deps, &mut referenced)?);
+                decisions.push(self.decide(&ctx, *loc, &mut decided)?);
             }
-            diff.rows.push(decisions);
+            decided.rows.push(decisions);
         }
-        self.check_referenced(&referenced)?;
-        diff.deps.sort_unstable();
-        diff.deps.dedup();
-        Ok(diff)
+        Ok(decided)
     }
 
     fn check_referenced(&self, referenced: &[bool]) -> Result<(), PlanError> {
@@ -131,32 +165,24 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     fn decide(
         &self,
         ctx: &RowCtx<'_>,
-        loc: Loc,
-        deps: &mut Vec<Dep>,
-        referenced: &mut [bool],
+        loc: Loc<'_>,
+        decided: &mut Decided,
     ) -> Result<RowDecision, PlanError> {
         let schema = self.view.schema();
         let table = schema.table(&ctx.row.table);
-        let column_of = |column: &str| table.and_then(|t| t.columns.get(column));
+        let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
         let mut resolved: Vec<(&str, &ColumnSchema, Value)> =
             Vec::with_capacity(ctx.row.refs.len());
         let mut uses = Vec::new();
         for (column, targets) in &ctx.row.refs {
-            let Some(schema_column) = column_of(column) else {
+            let Some(schema_column) = schema_columns.seek(column) else {
                 continue;
             };
-            let value = self.resolve_column(
-                ctx,
-                column,
-                schema_column,
-                targets,
-                deps,
-                referenced,
-                &mut uses,
-            )?;
+            let value =
+                self.resolve_column(ctx, column, schema_column, targets, decided, &mut uses)?;
             resolved.push((column.as_str(), schema_column, value));
         }
-        let uuid = match loc {
+        let (uuid, current) = match loc {
             Loc::New(_) => {
                 return Ok(RowDecision::Insert {
                     refs: resolved
@@ -166,16 +192,20 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
                     uses,
                 });
             }
-            Loc::Existing(uuid) => uuid,
+            Loc::Existing(uuid, current) => (uuid, current),
         };
-        let empty = Row::new();
-        let current = self.view.row(&ctx.row.table, &uuid).unwrap_or(&empty);
+        // Desired columns, the row and the schema are all sorted by column name: one pass.
+        let mut have = Cursor::new(current);
+        let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
         let mut columns = Vec::new();
         for (column, want) in &ctx.row.columns {
-            let Some(schema_column) = column_of(column) else {
+            if column == EXTERNAL_IDS {
+                continue;
+            }
+            let Some(schema_column) = schema_columns.seek(column) else {
                 continue;
             };
-            if !holds(current, column, schema_column, want) {
+            if !holds(have.seek(column), schema_column, want) {
                 if !schema_column.mutable {
                     return Err(PlanError::ImmutableColumn {
                         at: RowAt::boxed(
@@ -189,15 +219,30 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
                 columns.push(column.clone());
             }
         }
+        let caller_ids = match ctx.row.columns.get(EXTERNAL_IDS) {
+            Some(Value::Map(pairs)) => pairs.as_slice(),
+            _ => &[],
+        };
+        let stamp = Stamp {
+            controller: self.controller,
+            owner_type: &ctx.key.owner_type,
+            owner: &ctx.key.name,
+            id: &ctx.row.id,
+        };
+        if !stamp.holds(current.get(EXTERNAL_IDS), caller_ids) {
+            columns.push(EXTERNAL_IDS.to_owned());
+        }
         let mut refs = Vec::new();
         let mut mutations = Vec::new();
+        let mut have = Cursor::new(current);
         for (column, schema_column, want) in resolved {
+            let current_value = have.seek(column);
             if schema_column.ty.max == Some(1) {
-                if !holds(current, column, schema_column, &want) {
+                if !holds(current_value, schema_column, &want) {
                     refs.push((column.to_owned(), want));
                 }
             } else {
-                self.set_mutations(current, column, schema_column, want, &mut mutations);
+                self.set_mutations(current_value, column, schema_column, want, &mut mutations);
             }
         }
         Ok(RowDecision::Existing {
@@ -209,15 +254,13 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     }
 
     /// Resolves the targets of one reference column into its canonical value.
-    #[allow(clippy::too_many_arguments)]
     fn resolve_column(
         &self,
         ctx: &RowCtx<'_>,
         column: &str,
         schema_column: &ColumnSchema,
         targets: &[RowRef],
-        deps: &mut Vec<Dep>,
-        referenced: &mut [bool],
+        decided: &mut Decided,
         uses: &mut Vec<u32>,
     ) -> Result<Value, PlanError> {
         let Some((ref_table, ref_type)) = schema_column.ty.reference() else {
@@ -236,7 +279,7 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
                     Atom::Uuid(*uuid)
                 }
                 RowRef::Desired { table, id } => {
-                    match self.resolve_desired(ctx.unit, table, id, strong, deps, referenced) {
+                    match self.resolve_desired(ctx.unit, table, id, strong, decided) {
                         Some((atom, new)) => {
                             if let Some(name) = new {
                                 uses.push(name);
@@ -268,20 +311,19 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
         table: &str,
         id: &str,
         strong: bool,
-        deps: &mut Vec<Dep>,
-        referenced: &mut [bool],
+        decided: &mut Decided,
     ) -> Option<(Atom, Option<u32>)> {
         if let Some(&(u, r)) = self.index.get(&(table, id)) {
             let loc = self.located.loc.get(u as usize)?.get(r as usize)?;
             return Some(match *loc {
-                Loc::Existing(uuid) => (Atom::Uuid(uuid), None),
+                Loc::Existing(uuid, _) => (Atom::Uuid(uuid), None),
                 Loc::New(name) => {
-                    if strong && let Some(seen) = referenced.get_mut(name as usize) {
-                        *seen = true;
+                    if strong {
+                        decided.referenced.push(name);
                     }
                     if u != consumer {
                         let root = self.view.schema().table(table).is_none_or(|t| t.is_root);
-                        deps.push(Dep {
+                        decided.deps.push(Dep {
                             consumer,
                             provider: u,
                             bundle: strong && !root,
@@ -292,10 +334,13 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
             });
         }
         let uuid = match self.owned.by_id.get(&(table, id)) {
-            Some(uuid) => *uuid,
-            None => find_by_id(self.view, self.controller, table, id)
-                .into_iter()
-                .next()?,
+            Some((uuid, _)) => *uuid,
+            None => {
+                find_by_id(self.view, self.controller, table, id)
+                    .into_iter()
+                    .next()?
+                    .0
+            }
         };
         (!self.located.stale_set.contains(&uuid)).then_some((Atom::Uuid(uuid), None))
     }
@@ -312,7 +357,7 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     /// controller owns (elements of other owners stay).
     fn set_mutations(
         &self,
-        current: &Row,
+        current: Option<&Value>,
         column: &str,
         schema_column: &ColumnSchema,
         want: Value,
@@ -321,7 +366,7 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
         let Value::Set(want) = want else {
             return;
         };
-        let have: &[Atom] = match current.get(column) {
+        let have: &[Atom] = match current {
             Some(Value::Set(atoms)) => atoms,
             _ => &[],
         };
@@ -354,9 +399,9 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     }
 }
 
-/// Whether `row` holds `want` in `column` (a missing column holds its default).
-fn holds(row: &Row, column: &str, schema_column: &ColumnSchema, want: &Value) -> bool {
-    match row.get(column) {
+/// Whether a column holding `have` (absent: its default) holds `want`.
+fn holds(have: Option<&Value>, schema_column: &ColumnSchema, want: &Value) -> bool {
+    match have {
         Some(have) => have == want,
         None => *want == schema_column.ty.default_value(),
     }

@@ -49,7 +49,7 @@ pub enum PlanError {
         scope: String,
     },
     /// The server schema has no such table.
-    #[error("{at}: the server schema has no table {:?}", at.table)]
+    #[error("{at}: the server schema (as monitored) has no table {:?}", at.table)]
     UnknownTable {
         /// The row.
         at: Box<RowAt>,
@@ -61,7 +61,7 @@ pub enum PlanError {
         at: Box<RowAt>,
     },
     /// The server schema has no such column.
-    #[error("{at}: the server schema has no column {column:?}")]
+    #[error("{at}: the server schema (as monitored) has no column {column:?}")]
     UnknownColumn {
         /// The row.
         at: Box<RowAt>,

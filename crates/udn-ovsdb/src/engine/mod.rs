@@ -11,12 +11,16 @@
 //! for dry runs); [`Engine::apply`] sends it.
 
 mod apply;
+mod client;
+mod cursor;
 mod desired;
 mod diff;
 mod display;
 mod error;
+mod hasher;
 mod order;
 mod owned;
+mod parallel;
 mod plan;
 mod stale;
 mod stamps;

@@ -1,13 +1,13 @@
 //! The rows this controller owns in scope, found through the indexed ownership stamps, and
 //! which of them each desired row is (or whether it is new).
 
-use std::collections::{HashMap, HashSet};
-
 use super::desired::{DesiredUnit, Scope, UnitKey};
+use super::hasher::{FastMap, FastSet};
+use super::parallel::{map_ranges, split_even, workers};
 use super::stamps::{ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, external_id, owned_by};
 use super::validate::is_ownable;
 use super::view::OwnedRowsView;
-use crate::protocol::Uuid;
+use crate::protocol::{Row, Uuid};
 
 /// One owned row of a unit in scope.
 #[derive(Debug, Clone, Copy)]
@@ -15,6 +15,7 @@ pub(crate) struct OwnedRow<'v> {
     pub(crate) table: &'v str,
     pub(crate) uuid: Uuid,
     pub(crate) id: Option<&'v str>,
+    pub(crate) row: &'v Row,
 }
 
 /// Owned rows of the units in scope.
@@ -23,14 +24,14 @@ pub(crate) struct Owned<'v> {
     /// Per unit (same index as the units), its rows.
     pub(crate) per_unit: Vec<Vec<OwnedRow<'v>>>,
     /// (table, row id) to the row (the smallest UUID when several rows claim one id).
-    pub(crate) by_id: HashMap<(&'v str, &'v str), Uuid>,
+    pub(crate) by_id: FastMap<(&'v str, &'v str), (Uuid, &'v Row)>,
 }
 
 /// Where a desired row lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Loc {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Loc<'v> {
     /// It exists already.
-    Existing(Uuid),
+    Existing(Uuid, &'v Row),
     /// It is inserted, named `r<N>`.
     New(u32),
 }
@@ -39,13 +40,13 @@ pub(crate) enum Loc {
 #[derive(Debug, Default)]
 pub(crate) struct Located<'v> {
     /// Per unit, per row.
-    pub(crate) loc: Vec<Vec<Loc>>,
+    pub(crate) loc: Vec<Vec<Loc<'v>>>,
     /// Existing rows matched by a desired row: (unit, row).
-    pub(crate) matched: HashMap<Uuid, (u32, u32)>,
+    pub(crate) matched: FastMap<Uuid, (u32, u32)>,
     /// Per unit, its owned rows to remove.
     pub(crate) stale: Vec<Vec<OwnedRow<'v>>>,
     /// Every stale row.
-    pub(crate) stale_set: HashSet<Uuid>,
+    pub(crate) stale_set: FastSet<Uuid>,
     /// New rows by name number: (unit, row).
     pub(crate) new_rows: Vec<(u32, u32)>,
 }
@@ -71,59 +72,117 @@ pub(crate) fn collect_owned<'v, V: OwnedRowsView>(
 ) -> Owned<'v> {
     let tables = ownable_tables(view);
     let mut per_unit: Vec<Vec<OwnedRow<'v>>> = match scope {
-        Scope::Units => units
-            .iter()
-            .map(|unit| owned_rows_of(view, controller, &tables, &unit.key))
-            .collect(),
+        Scope::Units => {
+            let ranges = split_even(units.len(), workers(units.len() * 100));
+            map_ranges(&ranges, |range| {
+                units
+                    .get(range)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|unit| owned_rows_of(view, controller, &tables, &unit.key))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
+            .collect()
+        }
         Scope::OwnerType(owner_type) => {
-            let mut by_owner: HashMap<&'v str, Vec<OwnedRow<'v>>> = HashMap::new();
-            for table in &tables {
-                for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
-                    let Some(row) = view.row(table, &uuid) else {
-                        continue;
-                    };
-                    let Some(stamps) = owned_by(row, controller) else {
-                        continue;
-                    };
-                    let (Some(owner), Some(row_type)) = (stamps.owner, stamps.owner_type) else {
-                        continue;
-                    };
-                    if row_type == owner_type {
-                        by_owner.entry(owner).or_default().push(OwnedRow {
-                            table,
-                            uuid,
-                            id: stamps.id,
-                        });
-                    }
+            let found = owned_of_type(view, controller, &tables, owner_type);
+            let mut position: FastMap<&str, usize> = units
+                .iter()
+                .enumerate()
+                .map(|(i, unit)| (unit.key.name.as_str(), i))
+                .collect();
+            let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
+            let mut gone: Vec<&'v str> = Vec::new();
+            for (owner, row) in found {
+                let at = *position.entry(owner).or_insert_with(|| {
+                    gone.push(owner);
+                    per_unit.push(Vec::new());
+                    per_unit.len() - 1
+                });
+                if let Some(rows) = per_unit.get_mut(at) {
+                    rows.push(row);
                 }
             }
-            let mut per_unit: Vec<Vec<OwnedRow<'v>>> = units
-                .iter()
-                .map(|unit| by_owner.remove(unit.key.name.as_str()).unwrap_or_default())
-                .collect();
-            let mut gone: Vec<(&'v str, Vec<OwnedRow<'v>>)> = by_owner.into_iter().collect();
-            gone.sort_by(|a, b| a.0.cmp(b.0));
-            for (name, rows) in gone {
+            // Units found only in the database, in name order.
+            let first_gone = units.len();
+            let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
+                gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
+            found.sort_by(|a, b| a.0.cmp(b.0));
+            for (name, rows) in found {
                 units.push(DesiredUnit::new(UnitKey::new(owner_type.clone(), name)));
                 per_unit.push(rows);
             }
             per_unit
         }
     };
-    let mut by_id: HashMap<(&'v str, &'v str), Uuid> = HashMap::new();
+    let table_rank: FastMap<&str, usize> =
+        tables.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    let mut by_id: FastMap<(&'v str, &'v str), (Uuid, &'v Row)> = FastMap::default();
     for rows in &mut per_unit {
-        // Deterministic order whatever the view's lookup order.
-        rows.sort_by(|a, b| a.table.cmp(b.table).then(a.uuid.cmp(&b.uuid)));
+        // Deterministic order whatever the view's lookup order (usually sorted already).
+        let rank = |row: &OwnedRow<'_>| (table_rank.get(row.table).copied(), row.uuid);
+        if !rows.is_sorted_by_key(rank) {
+            rows.sort_by_key(rank);
+        }
         for row in rows.iter() {
             if let Some(id) = row.id {
                 by_id
                     .entry((row.table, id))
-                    .and_modify(|u| *u = (*u).min(row.uuid))
-                    .or_insert(row.uuid);
+                    .and_modify(|kept| {
+                        if row.uuid < kept.0 {
+                            *kept = (row.uuid, row.row);
+                        }
+                    })
+                    .or_insert((row.uuid, row.row));
             }
         }
     }
     Owned { per_unit, by_id }
+}
+
+/// This controller's rows of owner type `owner_type`, with their owner, in table then
+/// lookup order (rows read on a few threads for large databases).
+fn owned_of_type<'v, V: OwnedRowsView>(
+    view: &'v V,
+    controller: &str,
+    tables: &[&'v str],
+    owner_type: &str,
+) -> Vec<(&'v str, OwnedRow<'v>)> {
+    let candidates: Vec<(&'v str, Uuid)> = tables
+        .iter()
+        .flat_map(|table| {
+            view.find(table, OWNER_TYPE_KEY, owner_type)
+                .into_iter()
+                .map(move |uuid| (*table, uuid))
+        })
+        .collect();
+    let ranges = split_even(candidates.len(), workers(candidates.len()));
+    map_ranges(&ranges, |range| {
+        candidates
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&(table, uuid)| {
+                let row = view.row(table, &uuid)?;
+                let stamps = owned_by(row, controller)?;
+                let owner = stamps.owner?;
+                (stamps.owner_type == Some(owner_type)).then_some((
+                    owner,
+                    OwnedRow {
+                        table,
+                        uuid,
+                        id: stamps.id,
+                        row,
+                    },
+                ))
+            })
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn owned_rows_of<'v, V: OwnedRowsView>(
@@ -146,6 +205,7 @@ fn owned_rows_of<'v, V: OwnedRowsView>(
                     table,
                     uuid,
                     id: stamps.id,
+                    row,
                 });
             }
         }
@@ -154,21 +214,21 @@ fn owned_rows_of<'v, V: OwnedRowsView>(
 }
 
 /// This controller's rows of `table` with row id `id`, smallest UUID first.
-pub(crate) fn find_by_id(
-    view: &impl OwnedRowsView,
+pub(crate) fn find_by_id<'v>(
+    view: &'v impl OwnedRowsView,
     controller: &str,
     table: &str,
     id: &str,
-) -> Vec<Uuid> {
-    let mut found: Vec<Uuid> = view
+) -> Vec<(Uuid, &'v Row)> {
+    let mut found: Vec<(Uuid, &'v Row)> = view
         .find(table, ID_KEY, id)
         .into_iter()
-        .filter(|uuid| {
-            view.row(table, uuid)
-                .is_some_and(|row| owned_by(row, controller).is_some())
+        .filter_map(|uuid| {
+            let row = view.row(table, &uuid)?;
+            owned_by(row, controller).map(|_| (uuid, row))
         })
         .collect();
-    found.sort();
+    found.sort_by_key(|(uuid, _)| *uuid);
     found
 }
 
@@ -181,8 +241,10 @@ pub(crate) fn locate<'v, V: OwnedRowsView>(
     units: &[DesiredUnit],
     owned: &Owned<'v>,
 ) -> Located<'v> {
+    let rows: usize = units.iter().map(|u| u.rows.len()).sum();
     let mut located = Located {
         stale: vec![Vec::new(); units.len()],
+        matched: FastMap::with_capacity_and_hasher(rows, Default::default()),
         ..Located::default()
     };
     let mut extra: Vec<(u32, OwnedRow<'v>)> = Vec::new();
@@ -190,25 +252,31 @@ pub(crate) fn locate<'v, V: OwnedRowsView>(
         let mut locs = Vec::with_capacity(unit.rows.len());
         for (r, row) in (0u32..).zip(&unit.rows) {
             let existing = match owned.by_id.get(&(row.table.as_str(), row.id.as_str())) {
-                Some(uuid) => Some(*uuid),
+                Some(found) => Some(*found),
                 None => {
                     let mut found = find_by_id(view, controller, &row.table, &row.id).into_iter();
                     let first = found.next();
-                    for uuid in found {
-                        if let Some(table) = schema_table_name(view, &row.table) {
-                            let id = view
-                                .row(table, &uuid)
-                                .and_then(|existing| external_id(existing, ID_KEY));
-                            extra.push((u, OwnedRow { table, uuid, id }));
+                    if let Some(table) = schema_table_name(view, &row.table) {
+                        for (uuid, duplicate) in found {
+                            let id = external_id(duplicate, ID_KEY);
+                            extra.push((
+                                u,
+                                OwnedRow {
+                                    table,
+                                    uuid,
+                                    id,
+                                    row: duplicate,
+                                },
+                            ));
                         }
                     }
                     first
                 }
             };
             locs.push(match existing {
-                Some(uuid) => {
+                Some((uuid, current)) => {
                     located.matched.insert(uuid, (u, r));
-                    Loc::Existing(uuid)
+                    Loc::Existing(uuid, current)
                 }
                 None => {
                     let name = u32::try_from(located.new_rows.len()).unwrap_or(u32::MAX);
@@ -219,12 +287,7 @@ pub(crate) fn locate<'v, V: OwnedRowsView>(
         }
         located.loc.push(locs);
     }
-    for ((rows, stale), _) in owned
-        .per_unit
-        .iter()
-        .zip(located.stale.iter_mut())
-        .zip(units)
-    {
+    for (rows, stale) in owned.per_unit.iter().zip(located.stale.iter_mut()) {
         for row in rows {
             if !located.matched.contains_key(&row.uuid) && located.stale_set.insert(row.uuid) {
                 stale.push(*row);

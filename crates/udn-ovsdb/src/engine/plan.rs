@@ -11,6 +11,7 @@ use super::error::{PlanError, RowAt};
 use super::order::{group_units, topological};
 use super::owned::{Loc, Located, collect_owned, locate};
 use super::stale::{Removal, StalePlan, plan_stale};
+use super::stamps::{EXTERNAL_IDS, Stamp};
 use super::validate::check_units;
 use super::view::OwnedRowsView;
 use crate::protocol::{
@@ -103,7 +104,7 @@ impl Engine {
         mut units: Vec<DesiredUnit>,
         scope: &Scope,
     ) -> Result<Plan, PlanError> {
-        check_units(view.schema(), &self.controller, &mut units, scope)?;
+        check_units(view.schema(), &mut units, scope)?;
         let owned = collect_owned(view, &self.controller, &mut units, scope);
         let located = locate(view, &self.controller, &units, &owned);
         let diff = Lookup {
@@ -117,7 +118,15 @@ impl Engine {
         .diff()?;
         let stale = plan_stale(view, &units, &located);
         let (unit_groups, needs) = group_units(units.len(), &diff.deps);
-        build(units, &located, diff, stale, unit_groups, needs)
+        build(
+            &self.controller,
+            units,
+            &located,
+            diff,
+            stale,
+            unit_groups,
+            needs,
+        )
     }
 }
 
@@ -131,6 +140,7 @@ fn where_uuid(uuid: Uuid) -> Vec<Condition> {
 
 /// Turns decisions into operations, moving the desired values into them.
 fn build(
+    controller: &str,
     units: Vec<DesiredUnit>,
     located: &Located<'_>,
     diff: Diff,
@@ -159,7 +169,14 @@ fn build(
             needs,
             released: Vec::new(),
         };
-        insert_ops(&mut group, &keys, located, &mut rows, &mut decisions)?;
+        insert_ops(
+            controller,
+            &mut group,
+            &keys,
+            located,
+            &mut rows,
+            &mut decisions,
+        )?;
         for &u in &group.units.clone() {
             let unit_rows = rows
                 .get_mut(u as usize)
@@ -178,9 +195,16 @@ fn build(
                         refs,
                         mutations,
                     }),
-                ) = (row, decision)
+                    Some(key),
+                ) = (row, decision, keys.get(u as usize))
                 {
-                    existing_ops(&mut group, u, row, uuid, columns, refs, mutations);
+                    let changes = Changes {
+                        uuid,
+                        columns,
+                        refs,
+                        mutations,
+                    };
+                    existing_ops(&mut group, u, row, changes, (controller, key));
                 }
             }
             if let Some(plan) = stale.get_mut(u as usize).and_then(Option::take) {
@@ -197,6 +221,7 @@ fn build(
 
 /// The inserts of a group, each after the new rows it names.
 fn insert_ops(
+    controller: &str,
     group: &mut Group,
     keys: &[UnitKey],
     located: &Located<'_>,
@@ -261,6 +286,9 @@ fn insert_ops(
             .and_then(Option::take);
         if let (Some(row), Some(RowDecision::Insert { refs, .. })) = (row, decision) {
             let mut values = row.columns;
+            if let Some(key) = keys.get(u as usize) {
+                stamp(controller, key, &row.id).apply(&mut values);
+            }
             for (column, value) in refs {
                 if !matches!(&value, Value::Set(s) if s.is_empty()) {
                     values.insert(column, value);
@@ -280,20 +308,47 @@ fn insert_ops(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn existing_ops(
-    group: &mut Group,
-    unit: u32,
-    mut row: DesiredRow,
+/// What changes in one existing row.
+struct Changes {
     uuid: Uuid,
     columns: Vec<String>,
     refs: Vec<(String, Value)>,
     mutations: Vec<Mutation>,
+}
+
+fn stamp<'a>(controller: &'a str, key: &'a UnitKey, id: &'a str) -> Stamp<'a> {
+    Stamp {
+        controller,
+        owner_type: &key.owner_type,
+        owner: &key.name,
+        id,
+    }
+}
+
+fn existing_ops(
+    group: &mut Group,
+    unit: u32,
+    mut row: DesiredRow,
+    changes: Changes,
+    (controller, key): (&str, &UnitKey),
 ) {
+    let Changes {
+        uuid,
+        columns,
+        refs,
+        mutations,
+    } = changes;
     if !columns.is_empty() || !refs.is_empty() {
         let mut values = Row::new();
         for column in columns {
-            if let Some(value) = row.columns.remove(&column) {
+            if column == EXTERNAL_IDS {
+                let mut ids = Row::new();
+                if let Some(caller) = row.columns.remove(EXTERNAL_IDS) {
+                    ids.insert(EXTERNAL_IDS.to_owned(), caller);
+                }
+                stamp(controller, key, &row.id).apply(&mut ids);
+                values.extend(ids);
+            } else if let Some(value) = row.columns.remove(&column) {
                 values.insert(column, value);
             }
         }

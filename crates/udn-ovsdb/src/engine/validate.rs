@@ -1,13 +1,16 @@
 //! Checks desired units against the server schema and brings them into canonical form:
-//! values normalized per column type, ownership stamps added to `external_ids`.
+//! values normalized per column type, ownership stamp keys refused in `external_ids`.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 
+use super::cursor::Cursor;
 use super::desired::{DesiredRow, DesiredUnit, RowRef, Scope, UnitKey};
 use super::error::{PlanError, RowAt};
-use super::stamps::{EXTERNAL_IDS, is_stamp_key, stamp};
+use super::parallel::{map_chunks_mut, split, workers};
+use super::stamps::{EXTERNAL_IDS, is_stamp_key};
 use crate::protocol::{Atom, Value};
-use crate::schema::{AtomicType, DbSchema, TableSchema};
+use crate::schema::{AtomicType, BaseType, ColumnType, DbSchema, TableSchema, atom_cmp};
 
 /// Whether rows of `table` can carry ownership stamps.
 pub(crate) fn is_ownable(table: &TableSchema) -> bool {
@@ -20,10 +23,10 @@ pub(crate) fn is_ownable(table: &TableSchema) -> bool {
     })
 }
 
-/// Checks every unit and row, normalizing values in place and stamping `external_ids`.
+/// Checks every unit and row, normalizing values in place (the ownership stamps are added
+/// when rows are written).
 pub(crate) fn check_units(
     schema: &DbSchema,
-    controller: &str,
     units: &mut [DesiredUnit],
     scope: &Scope,
 ) -> Result<(), PlanError> {
@@ -43,20 +46,21 @@ pub(crate) fn check_units(
             });
         }
     }
-    for unit in units.iter_mut() {
-        for row in &mut unit.rows {
-            check_row(schema, controller, &unit.key, row)?;
+    let weights: Vec<usize> = units.iter().map(|u| u.rows.len()).collect();
+    let ranges = split(&weights, workers(weights.iter().sum()));
+    map_chunks_mut(units, &ranges, |chunk| {
+        for unit in chunk {
+            for row in &mut unit.rows {
+                check_row(schema, &unit.key, row)?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
+    .into_iter()
+    .collect()
 }
 
-fn check_row(
-    schema: &DbSchema,
-    controller: &str,
-    unit: &UnitKey,
-    row: &mut DesiredRow,
-) -> Result<(), PlanError> {
+fn check_row(schema: &DbSchema, unit: &UnitKey, row: &mut DesiredRow) -> Result<(), PlanError> {
     let Some(table) = schema.table(&row.table) else {
         return Err(PlanError::UnknownTable {
             at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
@@ -67,8 +71,9 @@ fn check_row(
             at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
         });
     }
+    let mut schema_columns = Cursor::new(&table.columns);
     for (column, value) in &mut row.columns {
-        let Some(schema_column) = table.columns.get(column) else {
+        let Some(schema_column) = schema_columns.seek(column) else {
             return Err(unknown(unit, &row.table, &row.id, column));
         };
         if schema_column.ty.reference().is_some() {
@@ -76,6 +81,9 @@ fn check_row(
                 at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
                 column: column.clone(),
             });
+        }
+        if is_canonical(&schema_column.ty, value) {
+            continue;
         }
         let taken = std::mem::replace(value, Value::Set(Vec::new()));
         *value = schema_column
@@ -87,9 +95,10 @@ fn check_row(
                 source,
             })?;
     }
-    stamp_row(controller, unit, row)?;
+    check_reserved(unit, row)?;
+    let mut schema_columns = Cursor::new(&table.columns);
     for (column, targets) in &row.refs {
-        let Some(schema_column) = table.columns.get(column) else {
+        let Some(schema_column) = schema_columns.seek(column) else {
             return Err(unknown(unit, &row.table, &row.id, column));
         };
         let expected = match schema_column.ty.reference() {
@@ -127,13 +136,9 @@ fn unknown(unit: &UnitKey, table: &str, id: &str, column: &str) -> PlanError {
     }
 }
 
-fn stamp_row(controller: &str, unit: &UnitKey, row: &mut DesiredRow) -> Result<(), PlanError> {
-    let external_ids = row
-        .columns
-        .entry(EXTERNAL_IDS.to_owned())
-        .or_insert_with(|| Value::Map(Vec::new()));
-    let Value::Map(pairs) = external_ids else {
-        // Normalization against the string-map column type made it a map.
+/// Refuses ownership stamp keys in the caller's `external_ids` (the engine sets them).
+fn check_reserved(unit: &UnitKey, row: &DesiredRow) -> Result<(), PlanError> {
+    let Some(Value::Map(pairs)) = row.columns.get(EXTERNAL_IDS) else {
         return Ok(());
     };
     if let Some(key) = pairs.iter().find_map(|(k, _)| match k {
@@ -145,6 +150,43 @@ fn stamp_row(controller: &str, unit: &UnitKey, row: &mut DesiredRow) -> Result<(
             key: key.clone(),
         });
     }
-    stamp(pairs, controller, &unit.owner_type, &unit.name, &row.id);
     Ok(())
+}
+
+/// Whether `value` is already in the canonical form of `ty` (what
+/// [`ColumnType::normalize`] would return), so that normalizing can be skipped.
+pub(crate) fn is_canonical(ty: &ColumnType, value: &Value) -> bool {
+    let count_fits = |n: usize| {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        n >= ty.min && ty.max.is_none_or(|max| n <= max)
+    };
+    let increasing = |a: &Atom, b: &Atom| atom_cmp(a, b) == Ordering::Less;
+    match (value, &ty.value) {
+        (Value::Map(pairs), Some(value_type)) => {
+            count_fits(pairs.len())
+                && pairs
+                    .iter()
+                    .all(|(k, v)| fits(&ty.key, k) && fits(value_type, v))
+                && pairs.is_sorted_by(|a, b| increasing(&a.0, &b.0))
+        }
+        (Value::Atom(atom), None) => ty.is_scalar() && fits(&ty.key, atom),
+        (Value::Set(atoms), None) => {
+            !ty.is_scalar()
+                && count_fits(atoms.len())
+                && atoms.iter().all(|a| fits(&ty.key, a))
+                && atoms.is_sorted_by(increasing)
+        }
+        _ => false,
+    }
+}
+
+fn fits(base: &BaseType, atom: &Atom) -> bool {
+    matches!(
+        (base.atomic, atom),
+        (AtomicType::Integer, Atom::Integer(_))
+            | (AtomicType::Real, Atom::Real(_))
+            | (AtomicType::Boolean, Atom::Boolean(_))
+            | (AtomicType::String, Atom::String(_))
+            | (AtomicType::Uuid, Atom::Uuid(_) | Atom::NamedUuid(_))
+    )
 }

@@ -7,7 +7,8 @@ use crate::schema::DbSchema;
 
 /// Read access to a copy of the database. Rows hold canonical values (see
 /// [`crate::schema::ColumnType::normalize`]); a column missing from a row holds its default.
-pub trait OwnedRowsView {
+/// `Sync`: large plans read it from a few threads.
+pub trait OwnedRowsView: Sync {
     /// The server's schema.
     fn schema(&self) -> &DbSchema;
     /// A row by table and UUID.

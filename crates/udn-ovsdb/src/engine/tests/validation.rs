@@ -37,7 +37,7 @@ fn unknown_tables_and_columns_are_named() {
     );
     assert_eq!(
         err.to_string(),
-        "unit Network/net1: row Logical_Flow id=\"x\": the server schema has no table \"Logical_Flow\""
+        "unit Network/net1: row Logical_Flow id=\"x\": the server schema (as monitored) has no table \"Logical_Flow\""
     );
     let err = plan_error(
         &db,
