@@ -38,18 +38,22 @@ pub trait Transactor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApplyPolicy {
     /// Operations per transaction: whole units are added while the total stays within it
-    /// (a larger unit goes alone). ovsdb-server commits mid-sized transactions fastest
-    /// (thousands of rows rather than hundreds of thousands).
+    /// (a larger unit goes alone, never split).
     pub max_ops: usize,
     /// Transactions sent before the first answer is awaited (1 = one at a time).
     pub in_flight: usize,
 }
 
 impl Default for ApplyPolicy {
+    /// 300 operations per transaction, 4 in flight. Measured against ovsdb-server (OVS 3.1,
+    /// Debian) with a monitoring client, 44,200 Layer3-like rows: the server's CPU per row
+    /// grows with the transaction size (0.76 s in transactions of one 221-row network,
+    /// 1.0 s with two, 2.0 s with six, 2.5 s at 8,000 operations), so small transactions
+    /// kept several in flight are fastest (1.1-1.7 s against 3.2-4.2 s at 8,000).
     fn default() -> Self {
         Self {
-            max_ops: 8_000,
-            in_flight: 2,
+            max_ops: 300,
+            in_flight: 4,
         }
     }
 }
