@@ -13,8 +13,8 @@ use super::owned::{Loc, OwnedRow, find_owned, locate_row, new_row_name};
 use super::parallel::{map_ranges, split, workers};
 use super::stamps::{EXTERNAL_IDS, Stamp, owned_by};
 use super::view::OwnedRowsView;
-use crate::protocol::{Atom, Mutation, Mutator, Uuid, Value};
-use crate::schema::{ColumnSchema, RefType, atom_cmp};
+use crate::protocol::{Atom, Mutation, Mutator, Row, Uuid, Value};
+use crate::schema::{ColumnSchema, RefType, TableSchema, atom_cmp};
 
 /// A desired row by position: (unit, row).
 pub(crate) type RowPos = (u32, u32);
@@ -236,31 +236,7 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
             }
             Loc::Existing { uuid, row, stamped } => (uuid, row, stamped),
         };
-        // Desired columns, the row and the schema are all sorted by column name: one pass.
-        let mut have = Cursor::new(current);
-        let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
-        let mut columns = Vec::new();
-        for (column, want) in &ctx.row.columns {
-            if column == EXTERNAL_IDS {
-                continue;
-            }
-            let Some(schema_column) = schema_columns.seek(column) else {
-                continue;
-            };
-            if !holds(have.seek(column), schema_column, want) {
-                if !schema_column.mutable {
-                    return Err(PlanError::ImmutableColumn {
-                        at: RowAt::boxed(
-                            ctx.key.clone(),
-                            ctx.row.table.clone(),
-                            ctx.row.id.clone(),
-                        ),
-                        column: column.clone(),
-                    });
-                }
-                columns.push(column.clone());
-            }
-        }
+        let mut columns = changed_columns(ctx, table, current)?;
         let stamp = stamp_of(self.controller, ctx.key, ctx.row);
         if !stamped && !stamp.holds(current.get(EXTERNAL_IDS), caller_ids(ctx.row)) {
             columns.push(EXTERNAL_IDS.to_owned());
@@ -439,6 +415,37 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
             });
         }
     }
+}
+
+/// The non-reference columns (but `external_ids`) of the desired row that `current` does
+/// not hold. The desired columns, the row and the schema are all sorted by column name: one
+/// pass over each.
+fn changed_columns(
+    ctx: &RowCtx<'_>,
+    table: Option<&TableSchema>,
+    current: &Row,
+) -> Result<Vec<String>, PlanError> {
+    let mut have = Cursor::new(current);
+    let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
+    let mut columns = Vec::new();
+    for (column, want) in &ctx.row.columns {
+        if column == EXTERNAL_IDS {
+            continue;
+        }
+        let Some(schema_column) = schema_columns.seek(column) else {
+            continue;
+        };
+        if !holds(have.seek(column), schema_column, want) {
+            if !schema_column.mutable {
+                return Err(PlanError::ImmutableColumn {
+                    at: RowAt::boxed(ctx.key.clone(), ctx.row.table.clone(), ctx.row.id.clone()),
+                    column: column.clone(),
+                });
+            }
+            columns.push(column.clone());
+        }
+    }
+    Ok(columns)
 }
 
 /// Whether a column holding `have` (absent: its default) holds `want`.

@@ -95,17 +95,17 @@ pub(crate) fn locate_row<'v, V: OwnedRowsView>(
         })
         .collect();
     ours.sort_by_key(|owned| owned.uuid);
-    if ours.is_empty() {
+    let mut ours = ours.into_iter();
+    let Some(first) = ours.next() else {
         return (Loc::New, Vec::new());
-    }
-    let first = ours.remove(0);
+    };
     (
         Loc::Existing {
             uuid: first.uuid,
             row: first.row,
             stamped: false,
         },
-        ours,
+        ours.collect(),
     )
 }
 
@@ -140,57 +140,69 @@ pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
             (per_unit, Vec::new())
         }
         Scope::OwnerType(owner_type) => {
-            let mut position: FastMap<&str, usize> = units
-                .iter()
-                .enumerate()
-                .map(|(i, unit)| (unit.key.name.as_str(), i))
-                .collect();
-            let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
-            let mut gone: Vec<&'v str> = Vec::new();
-            for table in &tables {
-                for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
-                    if matched.contains_key(&uuid) {
-                        continue;
-                    }
-                    let Some(row) = view.row(table, &uuid) else {
-                        continue;
-                    };
-                    let Some(stamps) = owned_by(row, controller) else {
-                        continue;
-                    };
-                    let Some(owner) = stamps
-                        .owner
-                        .filter(|_| stamps.owner_type == Some(owner_type))
-                    else {
-                        continue;
-                    };
-                    let at = *position.entry(owner).or_insert_with(|| {
-                        gone.push(owner);
-                        per_unit.push(Vec::new());
-                        per_unit.len() - 1
-                    });
-                    if let Some(rows) = per_unit.get_mut(at) {
-                        rows.push(OwnedRow {
-                            table,
-                            uuid,
-                            id: stamps.id,
-                            row,
-                        });
-                    }
-                }
-            }
-            // Units found only in the database, in name order.
-            let first_gone = units.len();
-            let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
-                gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
-            found.sort_by(|a, b| a.0.cmp(b.0));
-            let gone = found
-                .into_iter()
-                .map(|(name, rows)| (UnitKey::new(owner_type.clone(), name), rows))
-                .collect();
-            (per_unit, gone)
+            unmatched_of_type(view, controller, units, &tables, owner_type, matched)
         }
     }
+}
+
+/// The unmatched owned rows of `owner_type`, grouped by unit.
+fn unmatched_of_type<'v, V: OwnedRowsView>(
+    view: &'v V,
+    controller: &str,
+    units: &[DesiredUnit],
+    tables: &[&'v str],
+    owner_type: &str,
+    matched: &FastMap<Uuid, (u32, u32)>,
+) -> Unmatched<'v> {
+    let mut position: FastMap<&str, usize> = units
+        .iter()
+        .enumerate()
+        .map(|(i, unit)| (unit.key.name.as_str(), i))
+        .collect();
+    let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
+    let mut gone: Vec<&'v str> = Vec::new();
+    for table in tables {
+        for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
+            if matched.contains_key(&uuid) {
+                continue;
+            }
+            let Some(row) = view.row(table, &uuid) else {
+                continue;
+            };
+            let Some(stamps) = owned_by(row, controller) else {
+                continue;
+            };
+            let Some(owner) = stamps
+                .owner
+                .filter(|_| stamps.owner_type == Some(owner_type))
+            else {
+                continue;
+            };
+            let at = *position.entry(owner).or_insert_with(|| {
+                gone.push(owner);
+                per_unit.push(Vec::new());
+                per_unit.len() - 1
+            });
+            if let Some(rows) = per_unit.get_mut(at) {
+                rows.push(OwnedRow {
+                    table,
+                    uuid,
+                    id: stamps.id,
+                    row,
+                });
+            }
+        }
+    }
+    // Units found only in the database, in name order.
+    let first_gone = units.len();
+    let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
+        gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
+    found.sort_by(|a, b| a.0.cmp(b.0));
+    let gone = found
+        .into_iter()
+        .map(|(name, rows)| (UnitKey::new(owner_type, name), rows))
+        .collect();
+    (per_unit, gone)
 }
 
 fn unmatched_of_unit<'v, V: OwnedRowsView>(

@@ -266,35 +266,7 @@ fn build(
         };
         work.insert_ops(&mut group, &new_rows)?;
         for &u in &group.units.clone() {
-            let unit_rows = rows
-                .get_mut(u as usize)
-                .map(std::mem::take)
-                .unwrap_or_default();
-            let unit_decisions = decisions
-                .get_mut(u as usize)
-                .map(std::mem::take)
-                .unwrap_or_default();
-            for (row, decision) in unit_rows.into_iter().zip(unit_decisions) {
-                if let (
-                    Some(row),
-                    Some(RowDecision::Existing {
-                        uuid,
-                        columns,
-                        refs,
-                        mutations,
-                    }),
-                    Some(key),
-                ) = (row, decision, keys.get(u as usize))
-                {
-                    let changes = Changes {
-                        uuid,
-                        columns,
-                        refs,
-                        mutations,
-                    };
-                    existing_ops(&mut group, u, row, changes, (controller, key));
-                }
-            }
+            work.existing_ops(&mut group, u);
             if let Some(plan) = stale.get_mut(u as usize).and_then(Option::take) {
                 stale_ops(&mut group, u, plan);
             }
@@ -316,20 +288,8 @@ struct Work<'a> {
 }
 
 impl Work<'_> {
-    /// The inserts of a group, each after the new rows it names.
-    fn insert_ops(&mut self, group: &mut Group, new_rows: &[Vec<u32>]) -> Result<(), PlanError> {
-        // New rows of the group, in unit then row order.
-        let nodes: Vec<RowPos> = group
-            .units
-            .iter()
-            .flat_map(|&u| {
-                new_rows
-                    .get(u as usize)
-                    .into_iter()
-                    .flatten()
-                    .map(move |&r| (u, r))
-            })
-            .collect();
+    /// The order of the new rows `nodes`: every row after the new rows it names.
+    fn insert_order(&self, nodes: &[RowPos]) -> Result<Vec<usize>, PlanError> {
         let position: FastMap<RowPos, usize> =
             nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let mut edges = vec![Vec::new(); nodes.len()];
@@ -348,7 +308,7 @@ impl Work<'_> {
                 }
             }
         }
-        let order = topological(nodes.len(), &edges).map_err(|cycle| {
+        topological(nodes.len(), &edges).map_err(|cycle| {
             let (u, r) = cycle
                 .first()
                 .and_then(|i| nodes.get(*i))
@@ -369,7 +329,61 @@ impl Work<'_> {
                     row.map(|row| row.id.clone()).unwrap_or_default(),
                 ),
             }
-        })?;
+        })
+    }
+
+    /// The updates and mutations of the existing rows of unit `u`; takes its rows.
+    fn existing_ops(&mut self, group: &mut Group, u: u32) {
+        let unit_rows = self
+            .rows
+            .get_mut(u as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let unit_decisions = self
+            .decisions
+            .get_mut(u as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let Some(key) = self.keys.get(u as usize) else {
+            return;
+        };
+        for (row, decision) in unit_rows.into_iter().zip(unit_decisions) {
+            if let (
+                Some(row),
+                Some(RowDecision::Existing {
+                    uuid,
+                    columns,
+                    refs,
+                    mutations,
+                }),
+            ) = (row, decision)
+            {
+                let changes = Changes {
+                    uuid,
+                    columns,
+                    refs,
+                    mutations,
+                };
+                existing_ops(group, u, row, changes, (self.controller, key));
+            }
+        }
+    }
+
+    /// The inserts of a group, each after the new rows it names.
+    fn insert_ops(&mut self, group: &mut Group, new_rows: &[Vec<u32>]) -> Result<(), PlanError> {
+        // New rows of the group, in unit then row order.
+        let nodes: Vec<RowPos> = group
+            .units
+            .iter()
+            .flat_map(|&u| {
+                new_rows
+                    .get(u as usize)
+                    .into_iter()
+                    .flatten()
+                    .map(move |&r| (u, r))
+            })
+            .collect();
+        let order = self.insert_order(&nodes)?;
         for i in order {
             let Some(&(u, r)) = nodes.get(i) else {
                 continue;

@@ -73,21 +73,12 @@ pub(crate) fn plan_stale<'v, V: OwnedRowsView>(
                 if !strong || managed_by_plan(units, matched, &referrer, &column) {
                     continue;
                 }
-                let removal = if schema_column.ty.is_map() {
-                    let pairs = match view.row(&table, &referrer).and_then(|r| r.get(&column)) {
-                        Some(Value::Map(pairs)) => pairs
-                            .iter()
-                            .filter(|(k, v)| {
-                                *k == Atom::Uuid(row.uuid) || *v == Atom::Uuid(row.uuid)
-                            })
-                            .cloned()
-                            .collect(),
-                        _ => Vec::new(),
-                    };
-                    Removal::Map(pairs)
-                } else {
-                    Removal::Set(vec![Atom::Uuid(row.uuid)])
-                };
+                let removal = removal(
+                    view,
+                    (&table, &referrer, &column),
+                    schema_column.ty.is_map(),
+                    row.uuid,
+                );
                 let columns = plan.detach.entry((table, referrer)).or_default();
                 match (columns.get_mut(&column), removal) {
                     (Some(Removal::Set(have)), Removal::Set(more)) => have.extend(more),
@@ -101,6 +92,29 @@ pub(crate) fn plan_stale<'v, V: OwnedRowsView>(
         plans.push(plan);
     }
     plans
+}
+
+/// What to remove from `column` of the `referrer` row of `table` so that it no longer
+/// refers to `target`.
+fn removal(
+    view: &impl OwnedRowsView,
+    (table, referrer, column): (&str, &Uuid, &str),
+    is_map: bool,
+    target: Uuid,
+) -> Removal {
+    if !is_map {
+        return Removal::Set(vec![Atom::Uuid(target)]);
+    }
+    let target = Atom::Uuid(target);
+    let pairs = match view.row(table, referrer).and_then(|r| r.get(column)) {
+        Some(Value::Map(pairs)) => pairs
+            .iter()
+            .filter(|(k, v)| *k == target || *v == target)
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    Removal::Map(pairs)
 }
 
 /// Whether `referrer` is a desired row whose plan already sets `column` (its diff removes
