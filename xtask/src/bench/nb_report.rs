@@ -1,0 +1,173 @@
+//! The `docs/benchmarks.md` section of `cargo xtask bench nb`: every variant's figures and
+//! whether the issue's targets hold.
+
+use std::fmt::Write as _;
+
+use super::nb::Figures;
+use super::nb_topology::{ROWS_PER_NETWORK, ROWS_PER_NODE};
+
+/// Sizes the ratio target is set for (networks, nodes).
+const RATIO_SIZES: [(usize, usize); 2] = [(200, 20), (1000, 20)];
+/// Most `engine_s / raw_s`.
+pub const MAX_RATIO: f64 = 1.5;
+/// Most `reapply_s / engine_s`.
+pub const MAX_REAPPLY_SHARE: f64 = 0.05;
+/// Most replica heap / server RSS.
+pub const MAX_MEMORY_FACTOR: f64 = 2.0;
+
+/// One target: what, the measured value, whether it holds (`None`: not set for this size).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The target.
+    pub what: String,
+    /// The measured value.
+    pub measured: String,
+    /// Whether it holds; `None` when the target does not apply at this size.
+    pub holds: Option<bool>,
+}
+
+/// The issue's targets evaluated on `figures`.
+pub fn targets(figures: &Figures) -> Vec<Target> {
+    let ratio_applies = RATIO_SIZES.contains(&(figures.networks, figures.nodes));
+    let share = figures.reapply.seconds / figures.engine.seconds;
+    let factor = figures.replica_mb / figures.server_rss_mb;
+    vec![
+        Target {
+            what: format!("engine_s / raw_s <= {MAX_RATIO} (at 200x20 and 1000x20)"),
+            measured: format!("{:.2}", figures.ratio()),
+            holds: ratio_applies.then(|| figures.ratio() <= MAX_RATIO),
+        },
+        Target {
+            what: "reapply_ops = 0".to_owned(),
+            measured: figures.reapply.ops.to_string(),
+            holds: Some(figures.reapply.ops == 0),
+        },
+        Target {
+            what: "reapply_s <= 5% of engine_s".to_owned(),
+            measured: format!("{:.3} s = {:.1}%", figures.reapply.seconds, 100.0 * share),
+            holds: Some(share <= MAX_REAPPLY_SHARE),
+        },
+        Target {
+            what: "replica heap <= 2 x server RSS".to_owned(),
+            measured: format!(
+                "{:.1} MiB vs {:.1} MiB = {factor:.2} x",
+                figures.replica_mb, figures.server_rss_mb
+            ),
+            holds: Some(factor <= MAX_MEMORY_FACTOR),
+        },
+    ]
+}
+
+fn verdict(holds: Option<bool>) -> &'static str {
+    match holds {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "n/a at this size",
+    }
+}
+
+/// The section body, measured on `date`.
+pub fn body(figures: &Figures, date: &str) -> String {
+    let (n, m) = (figures.networks, figures.nodes);
+    let mut text = format!(
+        "`cargo xtask bench nb --networks {n} --nodes {m}`, measured {date} (1-minute load \
+         average {:.2} before, {:.2} after; 2 cores shared with other work). {n} Layer3 \
+         primary UDNs on {m} nodes as upstream writes them (shared gateway, multicast on): \
+         {ROWS_PER_NETWORK} rows per network (cluster router, join switch and its `rtoj-`/`jtor-` \
+         pair, two cluster port groups with 4 multicast ACLs) plus {ROWS_PER_NODE} per node \
+         (node switch with `stor-`/`k8s-` ports and the allow-from-node ACL, `rtos-` port, \
+         masquerade SNAT, 2 cluster-router routes, gateway router with `rtoj-`/`jtor-`, external \
+         switch with localnet/`etor-`/`rtoe-` ports, 2 gateway-router routes) = **{} rows**, \
+         every row stamped with the engine's ownership `external_ids`. Each variant writes to a \
+         fresh private `ovsdb-server` (OVN NB schema 7.0.0).\n\n",
+        figures.load.0, figures.load.1, figures.rows
+    );
+    text.push_str(
+        "Raw: the same rows as JSON-RPC `transact` requests (inserts with named UUIDs) encoded \
+         beforehand and written back to back on the unix socket, replies read concurrently: \
+         the server's own limit. Engine: `Engine::plan` against the client's replica + \
+         `Engine::apply` through `udn_ovsdb::Client`, timed from the desired units until every \
+         transaction is committed and in the replica.\n\n",
+    );
+    text.push_str(
+        "The `+ monitor` rows are diagnostics, not part of `raw_s`: the same raw requests on a \
+         connection that first monitors every column of the written tables, as a client keeping \
+         a replica does, so the server also builds and sends the updates.\n\n",
+    );
+    text.push_str(
+        "| variant | transactions | seconds | rows/s | server CPU s | client CPU s | server RSS MiB |\n",
+    );
+    text.push_str("|---|---|---|---|---|---|---|\n");
+    let raw_s = figures.raw_s();
+    for raw in &figures.raw {
+        let best = if !raw.monitored && raw.seconds == raw_s {
+            " (raw_s)"
+        } else {
+            ""
+        };
+        let monitor = if raw.monitored { " + monitor" } else { "" };
+        let _ = writeln!(
+            text,
+            "| raw, {}{monitor}{best} | {} | {:.3} | {:.0} | {:.2} | | {:.1} |",
+            raw.batching.label(),
+            raw.transactions,
+            raw.seconds,
+            figures.rows as f64 / raw.seconds,
+            raw.server_cpu_s,
+            raw.server_rss_mb
+        );
+    }
+    let _ = writeln!(
+        text,
+        "| engine (`ApplyPolicy` max_ops {}, in_flight {}; plan {:.3} s) | {} | {:.3} | {:.0} | {:.2} | {:.2} | {:.1} |",
+        figures.policy.max_ops,
+        figures.policy.in_flight,
+        figures.engine.plan_s,
+        figures.engine.transactions,
+        figures.engine.seconds,
+        figures.rows as f64 / figures.engine.seconds,
+        figures.engine.server_cpu_s,
+        figures.engine.client_cpu_s,
+        figures.server_rss_mb
+    );
+    let _ = writeln!(
+        text,
+        "| engine re-apply, unchanged ({} ops; plan {:.3} s) | {} | {:.3} | | {:.2} | {:.2} | |",
+        figures.reapply.ops,
+        figures.reapply.plan_s,
+        figures.reapply.transactions,
+        figures.reapply.seconds,
+        figures.reapply.server_cpu_s,
+        figures.reapply.client_cpu_s
+    );
+    let _ = write!(
+        text,
+        "\nMemory: `rss_mb` is the heap a fresh `Client` holds after its initial sync of the \
+         populated database, i.e. its replica of the {} rows: live bytes counted by the xtask \
+         binary's global allocator after minus before `Client::connect` (requested bytes, \
+         malloc overhead not included): **{:.1} MiB**. The server holding the same database \
+         (and serving that client's monitor) has RSS {:.1} MiB. Peak RSS of the bench process \
+         over the whole run (desired units, encoded requests, replicas): {:.1} MiB.\n\n",
+        figures.replica_rows,
+        figures.replica_mb,
+        figures.server_rss_mb,
+        figures.process_peak_rss_mb
+    );
+    text.push_str("| target | measured | holds |\n|---|---|---|\n");
+    for target in targets(figures) {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} |",
+            target.what,
+            target.measured,
+            verdict(target.holds)
+        );
+    }
+    let _ = write!(
+        text,
+        "\n`{}`\n\n`{}`\n",
+        figures.memory_line(),
+        figures.line()
+    );
+    text
+}
