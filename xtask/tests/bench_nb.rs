@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use udn_ovsdb::client::Client;
 use udn_ovsdb::engine::ApplyPolicy;
 use udn_ovsdb::testing::OvsdbServer;
-use xtask::bench::nb::{TABLES, client_config, engine_pass};
+use xtask::bench::nb::{TABLES, client_config, engine_columns, engine_pass};
 use xtask::bench::nb_raw::{self, Batching};
 use xtask::bench::nb_topology::{CONTROLLER, Topology};
 
@@ -95,7 +95,7 @@ async fn engine_and_raw_write_the_same_layer3_topology() {
     let units = topology.units();
 
     let engine_server = OvsdbServer::start_nb().unwrap();
-    let client = Client::connect(client_config(&engine_server))
+    let client = Client::connect(client_config(&engine_server, &engine_columns().unwrap()))
         .await
         .unwrap();
     let policy = ApplyPolicy::default();

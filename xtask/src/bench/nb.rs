@@ -19,12 +19,12 @@ use anyhow::{Context, anyhow, ensure};
 use udn_ovsdb::client::{Client, ClientConfig};
 use udn_ovsdb::engine::{ApplyPolicy, DesiredUnit, Engine, INDEXED_KEYS, Scope};
 use udn_ovsdb::nb;
-use udn_ovsdb::schema::Requirements;
+use udn_ovsdb::schema::{DbSchema, Requirements};
 use udn_ovsdb::testing::OvsdbServer;
 
 use super::nb_alloc::live_bytes;
 use super::nb_raw::{self, Batching};
-use super::nb_topology::{CONTROLLER, OWNER_TYPE, Topology};
+use super::nb_topology::{CONTROLLER, OWNER_TYPE, Topology, network_unit};
 
 /// The tables the topology writes; the engine's client monitors all their columns.
 pub const TABLES: [&str; 8] = [
@@ -100,12 +100,15 @@ pub struct Figures {
     pub engine: EngineRun,
     /// The second pass with the same desired state.
     pub reapply: EngineRun,
-    /// RSS of the server holding the database (engine run's server, one client connected), MiB.
+    /// RSS of the server holding the database (the engine run's server, with the memory
+    /// client's monitor), MiB.
     pub server_rss_mb: f64,
     /// Heap held by a fresh client after syncing the database: its replica, MiB.
     pub replica_mb: f64,
     /// Rows in that replica.
     pub replica_rows: usize,
+    /// The same with every column of the tables monitored, MiB (diagnostic).
+    pub replica_all_columns_mb: f64,
     /// Peak RSS of this process over the whole run (desired units, encoded requests,
     /// replicas), MiB.
     pub process_peak_rss_mb: f64,
@@ -131,8 +134,12 @@ impl Figures {
     /// The memory line printed before the summary.
     pub fn memory_line(&self) -> String {
         format!(
-            "nb-bench-memory server_rss_mb={:.1} replica_mb={:.1} replica_rows={} process_peak_rss_mb={:.1}",
-            self.server_rss_mb, self.replica_mb, self.replica_rows, self.process_peak_rss_mb
+            "nb-bench-memory server_rss_mb={:.1} replica_mb={:.1} replica_rows={} replica_all_columns_mb={:.1} process_peak_rss_mb={:.1}",
+            self.server_rss_mb,
+            self.replica_mb,
+            self.replica_rows,
+            self.replica_all_columns_mb,
+            self.process_peak_rss_mb
         )
     }
 
@@ -153,16 +160,39 @@ impl Figures {
     }
 }
 
-/// The engine's client configuration for `server`: the topology's tables (all columns)
-/// monitored and required, the engine's ownership keys indexed, generous timeouts for big
-/// transactions.
-pub fn client_config(server: &OvsdbServer) -> ClientConfig {
+/// What the engine needs of the topology's tables: every column the desired rows set,
+/// `external_ids` (the ownership stamps), and every reference column between these tables
+/// (how the engine finds the referrers of rows it deletes).
+pub fn engine_columns() -> anyhow::Result<Requirements> {
+    let schema = DbSchema::from_text(nb::SCHEMA_JSON).context("parsing the vendored NB schema")?;
+    let mut needs = Requirements::default();
+    for row in network_unit(0, 1).rows {
+        let columns = row
+            .columns
+            .keys()
+            .chain(row.refs.keys())
+            .map(String::as_str);
+        needs = needs.with(&row.table, columns.chain(["external_ids"]));
+    }
+    for table in TABLES {
+        let table_schema = schema
+            .table(table)
+            .ok_or_else(|| anyhow!("the NB schema has no table {table}"))?;
+        let references = table_schema.columns.iter().filter_map(|(name, column)| {
+            let (target, _) = column.ty.reference()?;
+            TABLES.contains(&target).then_some(name.as_str())
+        });
+        needs = needs.with(table, references);
+    }
+    Ok(needs)
+}
+
+/// The engine's client configuration for `server`: `monitor` monitored and required, the
+/// engine's ownership keys indexed, generous timeouts for big transactions.
+pub fn client_config(server: &OvsdbServer, monitor: &Requirements) -> ClientConfig {
     let mut config = ClientConfig::new(server.endpoint(), nb::DATABASE);
-    let tables = TABLES
-        .iter()
-        .fold(Requirements::default(), |r, t| r.with(t, []));
-    config.monitor = tables.clone();
-    config.required = tables;
+    config.monitor = monitor.clone();
+    config.required = monitor.clone();
     config.indexed_keys = INDEXED_KEYS.iter().map(|k| (*k).to_owned()).collect();
     config.request_timeout = Duration::from_secs(600);
     config
@@ -283,11 +313,12 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// The engine's first pass on the fresh database `server`, then the same desired state again.
 async fn engine_passes(
     server: &OvsdbServer,
+    monitor: &Requirements,
     topology: Topology,
     policy: &ApplyPolicy,
 ) -> anyhow::Result<(EngineRun, EngineRun)> {
     let rows = topology.rows();
-    let client = Client::connect(client_config(server))
+    let client = Client::connect(client_config(server, monitor))
         .await
         .context("connecting the engine's client")?;
     let engine = engine_pass(&client, server.pid(), topology.units(), policy).await?;
@@ -311,6 +342,30 @@ async fn engine_passes(
         reapply.plan_s, reapply.ops, reapply.transactions, reapply.seconds
     ));
     Ok((engine, reapply))
+}
+
+/// The heap a fresh client monitoring `monitor` holds once synced with `server` and the
+/// monitor reply is dropped (its replica), the replica's rows, and the server's RSS meanwhile (MiB). Runs on a runtime of
+/// its own, so nothing else of this process is alive on it.
+fn replica_heap(
+    server: &OvsdbServer,
+    monitor: &Requirements,
+) -> anyhow::Result<(usize, usize, f64)> {
+    runtime()?.block_on(async {
+        let before = live_bytes();
+        let client = Client::connect(client_config(server, monitor))
+            .await
+            .context("connecting the memory client")?;
+        // The connection's reader drops the monitor reply (bytes and JSON) after handing it
+        // over, possibly after `connect` returned: a round trip through the same reader
+        // makes sure it has.
+        client.echo().await.context("echo after the initial sync")?;
+        let after = live_bytes();
+        let rows = client.replica().len();
+        let rss = server_rss_mb(server)?;
+        drop(client);
+        anyhow::Ok((after.saturating_sub(before), rows, rss))
+    })
 }
 
 /// Runs the benchmark, printing each variant's figures as they come.
@@ -348,19 +403,14 @@ pub fn run(options: &Options) -> anyhow::Result<Figures> {
     drop(units);
     let server = OvsdbServer::start_nb().context("starting ovsdb-server")?;
     let policy = options.policy;
-    let (engine, reapply) = runtime()?.block_on(engine_passes(&server, topology, &policy))?;
-    // A new runtime: the engine's client and its tasks are gone, only the new client counts.
-    let (replica_bytes, replica_rows) = runtime()?.block_on(async {
-        let before = live_bytes();
-        let client = Client::connect(client_config(&server))
-            .await
-            .context("connecting the memory client")?;
-        let after = live_bytes();
-        let replica_rows = client.replica().len();
-        drop(client);
-        anyhow::Ok((after.saturating_sub(before), replica_rows))
-    })?;
-    let server_rss_mb = server_rss_mb(&server)?;
+    let monitor = engine_columns()?;
+    let (engine, reapply) =
+        runtime()?.block_on(engine_passes(&server, &monitor, topology, &policy))?;
+    let (replica_bytes, replica_rows, server_rss_mb) = replica_heap(&server, &monitor)?;
+    let every_column = TABLES
+        .iter()
+        .fold(Requirements::default(), |r, t| r.with(t, []));
+    let (all_columns_bytes, _, _) = replica_heap(&server, &every_column)?;
     drop(server);
     Ok(Figures {
         networks: topology.networks,
@@ -373,6 +423,7 @@ pub fn run(options: &Options) -> anyhow::Result<Figures> {
         server_rss_mb,
         replica_mb: replica_bytes as f64 / MIB,
         replica_rows,
+        replica_all_columns_mb: all_columns_bytes as f64 / MIB,
         process_peak_rss_mb: super::peak_rss_mb().unwrap_or(f64::NAN),
         load: (load_before, load_average()),
     })
@@ -394,4 +445,42 @@ pub fn run_and_record(root: &Path, options: &Options) -> anyhow::Result<()> {
     say(&figures.memory_line());
     say(&figures.line());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_monitors_what_it_writes_and_the_references_between() {
+        let needs = engine_columns().unwrap();
+        let columns =
+            |table: &str| -> Vec<&str> { needs.tables[table].iter().map(String::as_str).collect() };
+        assert_eq!(needs.tables.len(), TABLES.len());
+        assert_eq!(
+            columns("Logical_Switch_Port"),
+            ["addresses", "external_ids", "name", "options", "type"]
+        );
+        assert_eq!(
+            columns("Logical_Switch"),
+            ["acls", "external_ids", "name", "other_config", "ports"]
+        );
+        // NAT.gateway_port points at Logical_Router_Port: monitored although never set.
+        assert_eq!(
+            columns("NAT"),
+            [
+                "external_ids",
+                "external_ip",
+                "gateway_port",
+                "logical_ip",
+                "logical_port",
+                "options",
+                "type"
+            ]
+        );
+        assert_eq!(
+            columns("Port_Group"),
+            ["acls", "external_ids", "name", "ports"]
+        );
+    }
 }

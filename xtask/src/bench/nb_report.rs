@@ -143,13 +143,19 @@ pub fn body(figures: &Figures, date: &str) -> String {
     let _ = write!(
         text,
         "\nMemory: `rss_mb` is the heap a fresh `Client` holds after its initial sync of the \
-         populated database, i.e. its replica of the {} rows: live bytes counted by the xtask \
-         binary's global allocator after minus before `Client::connect` (requested bytes, \
-         malloc overhead not included): **{:.1} MiB**. The server holding the same database \
-         (and serving that client's monitor) has RSS {:.1} MiB. Peak RSS of the bench process \
-         over the whole run (desired units, encoded requests, replicas): {:.1} MiB.\n\n",
+         populated database, i.e. its replica of the {} rows, monitoring what the engine needs \
+         (the columns the desired rows set, `external_ids`, the reference columns between \
+         these tables): live bytes counted by the xtask binary's global allocator before \
+         `Client::connect` and after it plus an `echo` round trip (by then the monitor reply's \
+         bytes and JSON are dropped); requested bytes, malloc overhead not included: **{:.1} \
+         MiB** ({:.0} bytes per row; {:.1} MiB when every column of these tables is \
+         monitored). The server holding the same database and serving that client's monitor \
+         has RSS {:.1} MiB. Peak RSS of the bench process over the whole run (desired units, \
+         encoded requests, replicas): {:.1} MiB.\n\n",
         figures.replica_rows,
         figures.replica_mb,
+        figures.replica_mb * 1024.0 * 1024.0 / figures.replica_rows.max(1) as f64,
+        figures.replica_all_columns_mb,
         figures.server_rss_mb,
         figures.process_peak_rss_mb
     );
