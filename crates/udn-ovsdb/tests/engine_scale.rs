@@ -1,6 +1,9 @@
 //! Scale check of the engine against a real ovsdb-server (ignored by default: run with
 //! `cargo test --release -p udn-ovsdb --test engine_scale -- --ignored --nocapture`).
-//! `UDN_ENGINE_SCALE=<networks>x<nodes>` picks the size (default 200x55, ~45,000 rows).
+//! `UDN_ENGINE_SCALE=<networks>x<nodes>` picks the size (default 200x55, ~45,000 rows);
+//! `UDN_ENGINE_MAX_OPS` and `UDN_ENGINE_IN_FLIGHT` the apply policy;
+//! `UDN_ENGINE_REPLAN_ROUNDS=<n>` times n more unchanged replans; `UDN_ENGINE_NO_MONITOR=1`
+//! applies through a client that monitors nothing (no update notifications).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -85,7 +88,9 @@ async fn engine_scale() {
     let server = OvsdbServer::start_nb().unwrap();
     let schema = DbSchema::from_text(nb::SCHEMA_JSON).unwrap();
     let mut config = ClientConfig::new(server.endpoint(), nb::DATABASE);
-    config.monitor = Requirements::everything_in(&schema);
+    if std::env::var("UDN_ENGINE_NO_MONITOR").is_err() {
+        config.monitor = Requirements::everything_in(&schema);
+    }
     config.indexed_keys = INDEXED_KEYS.iter().map(|k| (*k).to_owned()).collect();
     config.request_timeout = Duration::from_secs(600);
     let client = Client::connect(config).await.unwrap();
@@ -97,13 +102,39 @@ async fn engine_scale() {
     };
     let rows: usize = units().iter().map(|u| u.rows.len()).sum();
     let scope = Scope::OwnerType("Network".into());
-    let policy = ApplyPolicy::default();
+    let mut policy = ApplyPolicy::default();
+    if let Ok(max_ops) = std::env::var("UDN_ENGINE_MAX_OPS") {
+        policy.max_ops = max_ops.parse().unwrap();
+    }
+    if let Ok(in_flight) = std::env::var("UDN_ENGINE_IN_FLIGHT") {
+        policy.in_flight = in_flight.parse().unwrap();
+    }
     let desired = units();
+    let server_cpu_before = process_cpu_s(server.pid());
+    let own_cpu_before = process_cpu_s(std::process::id());
     let started = Instant::now();
-    let plan = engine.plan(&*client.replica(), desired, &scope).unwrap();
+    let plan = if std::env::var("UDN_ENGINE_NO_MONITOR").is_ok() {
+        let empty =
+            udn_ovsdb::replica::Replica::new(std::sync::Arc::new(schema.clone()), &INDEXED_KEYS);
+        engine.plan(&empty, desired, &scope).unwrap()
+    } else {
+        engine.plan(&*client.replica(), desired, &scope).unwrap()
+    };
     let plan_s = started.elapsed().as_secs_f64();
     let report = engine.apply(&client, &plan, &policy).await;
     let engine_s = started.elapsed().as_secs_f64();
+    eprintln!(
+        "apply cpu: server {:.2}s ours {:.2}s",
+        process_cpu_s(server.pid()) - server_cpu_before,
+        process_cpu_s(std::process::id()) - own_cpu_before
+    );
+    if std::env::var("UDN_ENGINE_NO_MONITOR").is_ok() {
+        eprintln!(
+            "no monitor: engine_s={engine_s:.3} transactions={}",
+            report.transactions
+        );
+        return;
+    }
     assert!(report.is_success());
     let transactions = report.transactions;
     let desired = units();
@@ -114,19 +145,6 @@ async fn engine_scale() {
         .unwrap();
     let reapply_s = started.elapsed().as_secs_f64();
     assert_eq!(report.ops, 0);
-    {
-        let t = Instant::now();
-        let u = units();
-        let built = t.elapsed();
-        let c = u.clone();
-        let cloned = t.elapsed() - built;
-        drop(u);
-        drop(c);
-        eprintln!(
-            "build {built:?} clone {cloned:?} drop2 {:?}",
-            t.elapsed() - built - cloned
-        );
-    }
     if let Ok(rounds) = std::env::var("UDN_ENGINE_REPLAN_ROUNDS") {
         let (mut cpu, mut wall) = (0, Duration::ZERO);
         for _ in 0..rounds.parse::<usize>().unwrap() {
@@ -154,4 +172,17 @@ async fn engine_scale() {
 fn thread_cpu_ns() -> u64 {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
     text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// User + system CPU time of a process (s), from /proc (clock ticks of 10 ms).
+fn process_cpu_s(pid: u32) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = text
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
 }

@@ -281,3 +281,39 @@ fn replicas_compare_by_rows() {
         .unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn referrers_from_scalar_and_map_reference_columns() {
+    let schema = DbSchema::parse(&json!({"name": "T", "version": "1.0.0", "tables": {
+        "Target": {"columns": {"n": {"type": "integer"}}, "isRoot": true},
+        "Holder": {"columns": {
+            "one": {"type": {"key": {"type": "uuid", "refTable": "Target"}}},
+            "by_name": {"type": {"key": "string",
+                "value": {"type": "uuid", "refTable": "Target", "refType": "weak"},
+                "min": 0, "max": "unlimited"}},
+            "by_ref": {"type": {"key": {"type": "uuid", "refTable": "Target"}, "value": "string",
+                "min": 0, "max": "unlimited"}},
+            "plain": {"type": "uuid"}}}}}))
+    .unwrap();
+    let mut r = Replica::new(Arc::new(schema), &[]);
+    r.apply(&v2(&json!({"Holder": {LS: {"insert": {
+        "one": ["uuid", P1],
+        "by_name": ["map", [["a", ["uuid", P2]]]],
+        "by_ref": ["map", [[["uuid", P3], "x"]]],
+        "plain": ["uuid", ACL],
+    }}}})))
+    .unwrap();
+    let holder = |column: &str| vec![("Holder".to_owned(), u(LS), column.to_owned())];
+    assert_eq!(r.referrers(&u(P1)), holder("one"));
+    assert_eq!(r.referrers(&u(P2)), holder("by_name"));
+    assert_eq!(r.referrers(&u(P3)), holder("by_ref"));
+    // A uuid column without refTable is not a reference.
+    assert_eq!(r.referrers(&u(ACL)), vec![]);
+    r.apply(&v2(&json!({"Holder": {LS: {"modify": {
+        "one": ["uuid", P2],
+        "by_name": ["map", [["a", ["uuid", P2]]]],
+    }}}})))
+    .unwrap();
+    assert_eq!(r.referrers(&u(P1)), vec![]);
+    assert_eq!(r.referrers(&u(P2)), holder("one"));
+}

@@ -273,7 +273,10 @@ async fn read_messages(
             Err(error) => return protocol("stream", ProtocolError::Framing(error)),
         };
         for bytes in messages {
-            let message = match Message::from_slice(&bytes) {
+            let message = Message::from_slice(&bytes);
+            // Initial contents can be large: free the text before decoding further.
+            drop(bytes);
+            let message = match message {
                 Ok(message) => message,
                 Err(error) => return protocol("message", ProtocolError::Message(error)),
             };
@@ -373,7 +376,7 @@ fn deliver(state: &SyncState, pending: Pending, response: Response) -> Result<()
                 let _ = reply.send(Err(rpc_error(method.as_str(), &response.error)));
                 return Ok(());
             }
-            let loaded = state.load_monitor_reply(method, &response.result, *fresh);
+            let loaded = state.load_monitor_reply(method, response.result, *fresh);
             match loaded {
                 Ok(()) => {
                     let _ = reply.send(Ok(()));

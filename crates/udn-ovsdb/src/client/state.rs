@@ -100,25 +100,27 @@ impl SyncState {
     pub(crate) fn load_monitor_reply(
         &self,
         method: MonitorMethod,
-        result: &Json,
+        result: Json,
         fresh: Replica,
     ) -> Result<(), ProtocolError> {
         let (found, last_txn_id, updates) = match method {
             MonitorMethod::CondSince => {
-                let reply = MonitorSinceReply::from_json(result).map_err(ProtocolError::Update)?;
+                let reply = MonitorSinceReply::from_json(&result).map_err(ProtocolError::Update)?;
                 (reply.found, Some(reply.last_txn_id), reply.updates)
             }
             MonitorMethod::Cond => (
                 false,
                 None,
-                TableUpdates::from_v2_json(result).map_err(ProtocolError::Update)?,
+                TableUpdates::from_v2_json(&result).map_err(ProtocolError::Update)?,
             ),
             MonitorMethod::Plain => (
                 false,
                 None,
-                TableUpdates::from_v1_json(result).map_err(ProtocolError::Update)?,
+                TableUpdates::from_v1_json(&result).map_err(ProtocolError::Update)?,
             ),
         };
+        // Free the JSON before loading the replica: initial contents can be large.
+        drop(result);
         let changes = updates.len();
         let applied = {
             let mut replica = self.write();

@@ -7,6 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use tracing::{debug, info, warn};
+
 use super::Engine;
 use super::desired::UnitKey;
 use super::display::op_line;
@@ -38,18 +40,22 @@ pub trait Transactor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApplyPolicy {
     /// Operations per transaction: whole units are added while the total stays within it
-    /// (a larger unit goes alone). ovsdb-server commits mid-sized transactions fastest
-    /// (thousands of rows rather than hundreds of thousands).
+    /// (a larger unit goes alone, never split).
     pub max_ops: usize,
     /// Transactions sent before the first answer is awaited (1 = one at a time).
     pub in_flight: usize,
 }
 
 impl Default for ApplyPolicy {
+    /// 300 operations per transaction, 4 in flight. Measured against ovsdb-server (OVS 3.1,
+    /// Debian) with a monitoring client, 44,200 Layer3-like rows: the server's CPU per row
+    /// grows with the transaction size (0.76 s in transactions of one 221-row network,
+    /// 1.0 s with two, 2.0 s with six, 2.5 s at 8,000 operations), so small transactions
+    /// kept several in flight are fastest (1.1-1.7 s against 3.2-4.2 s at 8,000).
     fn default() -> Self {
         Self {
-            max_ops: 8_000,
-            in_flight: 2,
+            max_ops: 300,
+            in_flight: 4,
         }
     }
 }
@@ -123,9 +129,10 @@ struct Run<'p> {
 
 impl Engine {
     /// Sends `plan`: every unit's operations in one transaction, whole groups batched up to
-    /// `policy.max_ops` per transaction. Nothing to do sends nothing. Never stops at a
-    /// rejected unit: the batch is retried group by group and each failing unit is reported;
-    /// stops sending when the server is unavailable.
+    /// `policy.max_ops` per transaction, up to `policy.in_flight` transactions outstanding.
+    /// Nothing to do sends nothing. Never stops at a rejected unit: the batch is retried
+    /// group by group and each failing unit is reported; stops sending when the server is
+    /// unavailable.
     pub async fn apply<T: Transactor>(
         &self,
         client: &T,
@@ -133,31 +140,24 @@ impl Engine {
         policy: &ApplyPolicy,
     ) -> ApplyReport {
         let mut run = Run::new(plan);
-        let max_ops = policy.max_ops.max(1);
-        let in_flight_max = policy.in_flight.max(1);
-        let mut in_flight: Vec<(Vec<usize>, Pending<'_>)> = Vec::new();
-        let mut batch: Vec<usize> = Vec::new();
-        let mut batch_ops = 0;
+        let mut pipe = Pipeline::new(client, policy);
         for (g, group) in plan.groups.iter().enumerate() {
             if group.ops.is_empty() {
                 continue;
             }
-            if !batch.is_empty() && batch_ops + group.ops.len() > max_ops {
-                run.send(client, &mut batch, &mut batch_ops, &mut in_flight);
-            }
-            // Names of rows inserted by a transaction still in flight are not known yet.
-            let waits = group.needs.iter().any(|n| {
-                run.state.get(*n as usize) == Some(&GroupState::InFlight)
-                    && !batch.contains(&(*n as usize))
-            });
-            if waits {
-                run.send(client, &mut batch, &mut batch_ops, &mut in_flight);
-                while let Some((groups, result)) = next_done(&mut in_flight).await {
-                    run.finish(client, groups, result).await;
-                }
-            }
             if run.unavailable {
                 break;
+            }
+            if pipe.batch_ops + group.ops.len() > pipe.max_ops {
+                pipe.flush(&mut run);
+            }
+            // Names of rows inserted by a transaction still in flight are not known yet.
+            if run.waits_for_in_flight(group, &pipe.batch) {
+                pipe.flush(&mut run);
+                pipe.settle_all(&mut run).await;
+                if run.unavailable {
+                    break;
+                }
             }
             if let Some(failed) = run.failed_need(group) {
                 run.fail_group(g, |unit| UnitError::DependencyFailed {
@@ -166,24 +166,99 @@ impl Engine {
                 });
                 continue;
             }
-            batch.push(g);
-            batch_ops += group.ops.len();
-            if let Some(state) = run.state.get_mut(g) {
-                *state = GroupState::InFlight;
-            }
-            while in_flight.len() >= in_flight_max {
-                if let Some((groups, result)) = next_done(&mut in_flight).await {
-                    run.finish(client, groups, result).await;
-                }
+            pipe.add(g, group.ops.len());
+            run.set_state(g, GroupState::InFlight);
+            while pipe.in_flight.len() >= pipe.max_in_flight {
+                pipe.settle_one(&mut run).await;
             }
         }
         if !run.unavailable {
-            run.send(client, &mut batch, &mut batch_ops, &mut in_flight);
+            pipe.flush(&mut run);
         }
-        while let Some((groups, result)) = next_done(&mut in_flight).await {
-            run.finish(client, groups, result).await;
+        pipe.settle_all(&mut run).await;
+        let report = run.into_report();
+        log_report(&self.controller, &report);
+        report
+    }
+}
+
+fn log_report(controller: &str, report: &ApplyReport) {
+    for error in report.failures() {
+        warn!(controller, unit = %error.unit(), kind = error.kind(), error = %error, "ovsdb unit not applied");
+    }
+    let failed = report.failures().count();
+    if report.ops > 0 {
+        info!(
+            controller,
+            transactions = report.transactions,
+            ops = report.ops,
+            units = report.units.len(),
+            failed,
+            "applied plan"
+        );
+    } else {
+        debug!(
+            controller,
+            transactions = report.transactions,
+            units = report.units.len(),
+            failed,
+            "plan had nothing to apply"
+        );
+    }
+}
+
+/// Batches being filled and transactions in flight.
+struct Pipeline<'c, T> {
+    client: &'c T,
+    max_ops: usize,
+    max_in_flight: usize,
+    batch: Vec<usize>,
+    batch_ops: usize,
+    in_flight: Vec<(Vec<usize>, Pending<'c>)>,
+}
+
+impl<'c, T: Transactor> Pipeline<'c, T> {
+    fn new(client: &'c T, policy: &ApplyPolicy) -> Self {
+        Self {
+            client,
+            max_ops: policy.max_ops.max(1),
+            max_in_flight: policy.in_flight.max(1),
+            batch: Vec::new(),
+            batch_ops: 0,
+            in_flight: Vec::new(),
         }
-        run.into_report()
+    }
+
+    fn add(&mut self, group: usize, ops: usize) {
+        self.batch.push(group);
+        self.batch_ops += ops;
+    }
+
+    /// Sends the batch (if any) as one transaction.
+    fn flush(&mut self, run: &mut Run<'_>) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let groups = std::mem::take(&mut self.batch);
+        self.batch_ops = 0;
+        let ops = run.operations(&groups);
+        run.report.transactions += 1;
+        self.in_flight
+            .push((groups, Box::pin(self.client.transact(ops))));
+    }
+
+    /// Waits for one transaction in flight and records its outcome.
+    async fn settle_one(&mut self, run: &mut Run<'_>) {
+        if let Some((groups, result)) = next_done(&mut self.in_flight).await {
+            run.finish(self.client, groups, result).await;
+        }
+    }
+
+    /// Waits for every transaction in flight.
+    async fn settle_all(&mut self, run: &mut Run<'_>) {
+        while !self.in_flight.is_empty() {
+            self.settle_one(run).await;
+        }
     }
 }
 
@@ -203,7 +278,7 @@ async fn next_done<'a>(
         Poll::Pending
     })
     .await;
-    let (groups, _) = in_flight.remove(position);
+    let groups = (position < in_flight.len()).then(|| in_flight.remove(position).0)?;
     Some((groups, result))
 }
 
@@ -239,6 +314,21 @@ impl<'p> Run<'p> {
             .unwrap_or_else(|| UnitKey::new("", ""))
     }
 
+    fn set_state(&mut self, g: usize, state: GroupState) {
+        if let Some(slot) = self.state.get_mut(g) {
+            *slot = state;
+        }
+    }
+
+    /// Whether `group` names new rows of a group whose transaction is in flight (not in
+    /// the batch being filled).
+    fn waits_for_in_flight(&self, group: &Group, batch: &[usize]) -> bool {
+        group.needs.iter().any(|n| {
+            self.state.get(*n as usize) == Some(&GroupState::InFlight)
+                && !batch.contains(&(*n as usize))
+        })
+    }
+
     /// The unit that failed a group `group` needs, if any did.
     fn failed_need(&self, group: &Group) -> Option<UnitKey> {
         group
@@ -248,24 +338,6 @@ impl<'p> Run<'p> {
                 Some(GroupState::Failed(unit)) => Some(self.key(*unit)),
                 _ => None,
             })
-    }
-
-    /// Starts a transaction of the batched groups.
-    fn send<'c, T: Transactor>(
-        &mut self,
-        client: &'c T,
-        batch: &mut Vec<usize>,
-        batch_ops: &mut usize,
-        in_flight: &mut Vec<(Vec<usize>, Pending<'c>)>,
-    ) {
-        if batch.is_empty() {
-            return;
-        }
-        let groups = std::mem::take(batch);
-        *batch_ops = 0;
-        let ops = self.operations(&groups);
-        self.report.transactions += 1;
-        in_flight.push((groups, Box::pin(client.transact(ops))));
     }
 
     /// The operations of `groups`, with names of rows committed earlier replaced by UUIDs.

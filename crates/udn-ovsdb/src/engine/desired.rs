@@ -60,7 +60,9 @@ impl RowRef {
 /// One row we want. `columns` holds non-reference columns (canonical or not: the engine
 /// normalizes them with the server schema); `refs` holds reference columns. Columns not
 /// named in either are not managed. `external_ids`, when given, is kept and the ownership
-/// stamps are added to it.
+/// stamps are added to it. A multi-valued reference column of an existing row is changed by
+/// `mutate insert`/`delete`, removing only elements this controller owns: elements of other
+/// owners (e.g. their ports on our switch) stay, also a foreign row we once referred to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredRow {
     /// Table name.

@@ -1,5 +1,6 @@
-//! Per desired row: resolve its references and compare it with the existing row, column by
-//! column, in canonical form.
+//! Per unit: find the existing row of each desired row, then resolve the references and
+//! compare column by column in canonical form (the unit's rows are read while still in
+//! cache). Units are independent and decided on a few threads for large plans.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -7,22 +8,25 @@ use std::ops::Range;
 use super::cursor::Cursor;
 use super::desired::{DesiredRow, DesiredUnit, RowRef, UnitKey};
 use super::error::{PlanError, RowAt};
-use super::hasher::FastMap;
-use super::owned::{Loc, Located, Owned, find_by_id};
+use super::hasher::{FastMap, FastSet};
+use super::owned::{Loc, OwnedRow, find_owned, locate_row, new_row_name};
 use super::parallel::{map_ranges, split, workers};
 use super::stamps::{EXTERNAL_IDS, Stamp, owned_by};
 use super::view::OwnedRowsView;
-use crate::protocol::{Atom, Mutation, Mutator, Uuid, Value};
-use crate::schema::{ColumnSchema, RefType, atom_cmp};
+use crate::protocol::{Atom, Mutation, Mutator, Row, Uuid, Value};
+use crate::schema::{ColumnSchema, RefType, TableSchema, atom_cmp};
+
+/// A desired row by position: (unit, row).
+pub(crate) type RowPos = (u32, u32);
 
 /// What to do with one desired row.
 #[derive(Debug)]
 pub(crate) enum RowDecision {
-    /// Insert it, with these resolved reference columns; `uses` are the new rows (by name
-    /// number) it refers to.
+    /// Insert it, with these resolved reference columns; `uses` are the new rows it refers
+    /// to.
     Insert {
         refs: Vec<(String, Value)>,
-        uses: Vec<u32>,
+        uses: Vec<RowPos>,
     },
     /// It exists: set `columns` (taken from the desired row) and `refs`, apply `mutations`.
     Existing {
@@ -42,13 +46,45 @@ pub(crate) struct Dep {
     pub(crate) bundle: bool,
 }
 
+/// A reference to an existing row that no desired row of the plan is: an error if the plan
+/// turns out to delete that row.
+#[derive(Debug)]
+pub(crate) struct OutsideRef {
+    pub(crate) uuid: Uuid,
+    pub(crate) at: RowPos,
+    pub(crate) column: String,
+    pub(crate) target: String,
+}
+
+/// One unit's rows located and decided.
+#[derive(Debug, Default)]
+pub(crate) struct UnitDiff<'v> {
+    pub(crate) locs: Vec<Loc<'v>>,
+    pub(crate) decisions: Vec<RowDecision>,
+    /// Further rows claiming the id of a desired row (to remove).
+    pub(crate) duplicates: Vec<OwnedRow<'v>>,
+}
+
 /// The decisions for every desired row.
 #[derive(Debug, Default)]
-pub(crate) struct Diff {
-    /// Per unit, per row.
-    pub(crate) rows: Vec<Vec<RowDecision>>,
+pub(crate) struct Diff<'v> {
+    pub(crate) units: Vec<UnitDiff<'v>>,
     /// Cross-unit references to new rows.
     pub(crate) deps: Vec<Dep>,
+    /// New rows strongly referenced by a desired row.
+    pub(crate) referenced: FastSet<RowPos>,
+    pub(crate) outside: Vec<OutsideRef>,
+}
+
+/// What deciding a range of units found.
+#[derive(Debug, Default)]
+struct Decided<'v> {
+    units: Vec<UnitDiff<'v>>,
+    deps: Vec<Dep>,
+    referenced: Vec<RowPos>,
+    outside: Vec<OutsideRef>,
+    /// Rows of other units located on demand (cross-unit references).
+    elsewhere: FastMap<RowPos, Loc<'v>>,
 }
 
 /// Everything the diff looks things up in.
@@ -57,12 +93,10 @@ pub(crate) struct Lookup<'a, 'v, V> {
     pub(crate) controller: &'a str,
     pub(crate) units: &'a [DesiredUnit],
     pub(crate) index: RowIndex<'a>,
-    pub(crate) owned: &'a Owned<'v>,
-    pub(crate) located: &'a Located<'v>,
 }
 
-/// Desired rows by (table, row id): (unit, row).
-pub(crate) type RowIndex<'a> = FastMap<(&'a str, &'a str), (u32, u32)>;
+/// Desired rows by (table, row id).
+pub(crate) type RowIndex<'a> = FastMap<(&'a str, &'a str), RowPos>;
 
 /// Indexes desired rows by (table, row id), rejecting duplicates.
 pub(crate) fn index_rows(units: &[DesiredUnit]) -> Result<RowIndex<'_>, PlanError> {
@@ -86,87 +120,89 @@ pub(crate) fn index_rows(units: &[DesiredUnit]) -> Result<RowIndex<'_>, PlanErro
     Ok(index)
 }
 
+fn stamp_of<'a>(controller: &'a str, key: &'a UnitKey, row: &'a DesiredRow) -> Stamp<'a> {
+    Stamp {
+        controller,
+        owner_type: &key.owner_type,
+        owner: &key.name,
+        id: &row.id,
+    }
+}
+
+fn caller_ids(row: &DesiredRow) -> &[(Atom, Atom)] {
+    match row.columns.get(EXTERNAL_IDS) {
+        Some(Value::Map(pairs)) => pairs.as_slice(),
+        _ => &[],
+    }
+}
+
 struct RowCtx<'r> {
     unit: u32,
+    index: u32,
     key: &'r UnitKey,
     row: &'r DesiredRow,
 }
 
-/// What deciding a range of units found.
-#[derive(Debug, Default)]
-struct Decided {
-    rows: Vec<Vec<RowDecision>>,
-    deps: Vec<Dep>,
-    /// New rows (by name number) strongly referenced by a desired row.
-    referenced: Vec<u32>,
-}
-
-impl<V: OwnedRowsView> Lookup<'_, '_, V> {
-    /// Decides every desired row (ranges of units on a few threads for large plans).
-    pub(crate) fn diff(&self) -> Result<Diff, PlanError> {
+impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
+    /// Locates and decides every desired row.
+    pub(crate) fn diff(&self) -> Result<Diff<'v>, PlanError> {
         let weights: Vec<usize> = self.units.iter().map(|u| u.rows.len()).collect();
         let ranges = split(&weights, workers(weights.iter().sum()));
         let mut diff = Diff::default();
-        let mut referenced = vec![false; self.located.new_rows.len()];
         for part in map_ranges(&ranges, |range| self.decide_units(range)) {
             let part = part?;
-            diff.rows.extend(part.rows);
+            diff.units.extend(part.units);
             diff.deps.extend(part.deps);
-            for name in part.referenced {
-                if let Some(seen) = referenced.get_mut(name as usize) {
-                    *seen = true;
-                }
-            }
+            diff.referenced.extend(part.referenced);
+            diff.outside.extend(part.outside);
         }
-        self.check_referenced(&referenced)?;
         diff.deps.sort_unstable();
         diff.deps.dedup();
         Ok(diff)
     }
 
-    fn decide_units(&self, range: Range<usize>) -> Result<Decided, PlanError> {
+    fn decide_units(&self, range: Range<usize>) -> Result<Decided<'v>, PlanError> {
         let mut decided = Decided::default();
         let units = self.units.get(range.clone()).unwrap_or_default();
-        let locs = self.located.loc.get(range.clone()).unwrap_or_default();
-        for ((u, unit), locs) in (0u32..).skip(range.start).zip(units).zip(locs) {
-            let mut decisions = Vec::with_capacity(unit.rows.len());
-            for (row, loc) in unit.rows.iter().zip(locs) {
+        for (u, unit) in (0u32..).skip(range.start).zip(units) {
+            let mut found = UnitDiff {
+                locs: Vec::with_capacity(unit.rows.len()),
+                decisions: Vec::with_capacity(unit.rows.len()),
+                duplicates: Vec::new(),
+            };
+            for row in &unit.rows {
+                let stamp = stamp_of(self.controller, &unit.key, row);
+                let (loc, duplicates) = locate_row(
+                    self.view,
+                    self.controller,
+                    &row.table,
+                    &row.id,
+                    Some((&stamp, caller_ids(row))),
+                );
+                found.locs.push(loc);
+                found.duplicates.extend(duplicates);
+            }
+            for ((r, row), loc) in (0u32..).zip(&unit.rows).zip(&found.locs) {
                 let ctx = RowCtx {
                     unit: u,
+                    index: r,
                     key: &unit.key,
                     row,
                 };
-                decisions.push(self.decide(&ctx, *loc, &mut decided)?);
+                let decision = self.decide(&ctx, *loc, &found.locs, &mut decided)?;
+                found.decisions.push(decision);
             }
-            decided.rows.push(decisions);
+            decided.units.push(found);
         }
         Ok(decided)
-    }
-
-    fn check_referenced(&self, referenced: &[bool]) -> Result<(), PlanError> {
-        let schema = self.view.schema();
-        for (&(u, r), seen) in self.located.new_rows.iter().zip(referenced) {
-            let Some(unit) = self.units.get(u as usize) else {
-                continue;
-            };
-            let Some(row) = unit.rows.get(r as usize) else {
-                continue;
-            };
-            let root = schema.table(&row.table).is_none_or(|t| t.is_root);
-            if !root && !seen {
-                return Err(PlanError::Unreferenced {
-                    at: RowAt::boxed(unit.key.clone(), row.table.clone(), row.id.clone()),
-                });
-            }
-        }
-        Ok(())
     }
 
     fn decide(
         &self,
         ctx: &RowCtx<'_>,
         loc: Loc<'_>,
-        decided: &mut Decided,
+        unit_locs: &[Loc<'v>],
+        decided: &mut Decided<'v>,
     ) -> Result<RowDecision, PlanError> {
         let schema = self.view.schema();
         let table = schema.table(&ctx.row.table);
@@ -178,12 +214,18 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
             let Some(schema_column) = schema_columns.seek(column) else {
                 continue;
             };
-            let value =
-                self.resolve_column(ctx, column, schema_column, targets, decided, &mut uses)?;
+            let value = self.resolve_column(
+                ctx,
+                (column, schema_column),
+                targets,
+                unit_locs,
+                decided,
+                &mut uses,
+            )?;
             resolved.push((column.as_str(), schema_column, value));
         }
-        let (uuid, current) = match loc {
-            Loc::New(_) => {
+        let (uuid, current, stamped) = match loc {
+            Loc::New => {
                 return Ok(RowDecision::Insert {
                     refs: resolved
                         .into_iter()
@@ -192,44 +234,11 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
                     uses,
                 });
             }
-            Loc::Existing(uuid, current) => (uuid, current),
+            Loc::Existing { uuid, row, stamped } => (uuid, row, stamped),
         };
-        // Desired columns, the row and the schema are all sorted by column name: one pass.
-        let mut have = Cursor::new(current);
-        let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
-        let mut columns = Vec::new();
-        for (column, want) in &ctx.row.columns {
-            if column == EXTERNAL_IDS {
-                continue;
-            }
-            let Some(schema_column) = schema_columns.seek(column) else {
-                continue;
-            };
-            if !holds(have.seek(column), schema_column, want) {
-                if !schema_column.mutable {
-                    return Err(PlanError::ImmutableColumn {
-                        at: RowAt::boxed(
-                            ctx.key.clone(),
-                            ctx.row.table.clone(),
-                            ctx.row.id.clone(),
-                        ),
-                        column: column.clone(),
-                    });
-                }
-                columns.push(column.clone());
-            }
-        }
-        let caller_ids = match ctx.row.columns.get(EXTERNAL_IDS) {
-            Some(Value::Map(pairs)) => pairs.as_slice(),
-            _ => &[],
-        };
-        let stamp = Stamp {
-            controller: self.controller,
-            owner_type: &ctx.key.owner_type,
-            owner: &ctx.key.name,
-            id: &ctx.row.id,
-        };
-        if !stamp.holds(current.get(EXTERNAL_IDS), caller_ids) {
+        let mut columns = changed_columns(ctx, table, current)?;
+        let stamp = stamp_of(self.controller, ctx.key, ctx.row);
+        if !stamped && !stamp.holds(current.get(EXTERNAL_IDS), caller_ids(ctx.row)) {
             columns.push(EXTERNAL_IDS.to_owned());
         }
         let mut refs = Vec::new();
@@ -257,11 +266,11 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     fn resolve_column(
         &self,
         ctx: &RowCtx<'_>,
-        column: &str,
-        schema_column: &ColumnSchema,
+        (column, schema_column): (&str, &ColumnSchema),
         targets: &[RowRef],
-        decided: &mut Decided,
-        uses: &mut Vec<u32>,
+        unit_locs: &[Loc<'v>],
+        decided: &mut Decided<'v>,
+        uses: &mut Vec<RowPos>,
     ) -> Result<Value, PlanError> {
         let Some((ref_table, ref_type)) = schema_column.ty.reference() else {
             return Ok(Value::Set(Vec::new()));
@@ -271,26 +280,25 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
         for target in targets {
             let atom = match target {
                 RowRef::Existing(uuid) => {
-                    if self.located.stale_set.contains(uuid)
-                        || self.view.row(ref_table, uuid).is_none()
-                    {
+                    if self.view.row(ref_table, uuid).is_none() {
                         return Err(self.dangling(ctx, column, uuid.to_string()));
                     }
+                    decided.outside.push(OutsideRef {
+                        uuid: *uuid,
+                        at: (ctx.unit, ctx.index),
+                        column: column.to_owned(),
+                        target: uuid.to_string(),
+                    });
                     Atom::Uuid(*uuid)
                 }
-                RowRef::Desired { table, id } => {
-                    match self.resolve_desired(ctx.unit, table, id, strong, decided) {
-                        Some((atom, new)) => {
-                            if let Some(name) = new {
-                                uses.push(name);
-                            }
-                            atom
-                        }
-                        None => {
-                            return Err(self.dangling(ctx, column, format!("{table} id={id:?}")));
-                        }
-                    }
-                }
+                RowRef::Desired { table, id } => self.resolve_desired(
+                    ctx,
+                    (column, table, id),
+                    strong,
+                    unit_locs,
+                    decided,
+                    uses,
+                )?,
             };
             atoms.push(atom);
         }
@@ -307,42 +315,52 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
     /// A desired (or owned) row by table and id: its UUID, or its name when new.
     fn resolve_desired(
         &self,
-        consumer: u32,
-        table: &str,
-        id: &str,
+        ctx: &RowCtx<'_>,
+        (column, table, id): (&str, &str, &str),
         strong: bool,
-        decided: &mut Decided,
-    ) -> Option<(Atom, Option<u32>)> {
-        if let Some(&(u, r)) = self.index.get(&(table, id)) {
-            let loc = self.located.loc.get(u as usize)?.get(r as usize)?;
-            return Some(match *loc {
-                Loc::Existing(uuid, _) => (Atom::Uuid(uuid), None),
-                Loc::New(name) => {
-                    if strong {
-                        decided.referenced.push(name);
-                    }
-                    if u != consumer {
-                        let root = self.view.schema().table(table).is_none_or(|t| t.is_root);
-                        decided.deps.push(Dep {
-                            consumer,
-                            provider: u,
-                            bundle: strong && !root,
-                        });
-                    }
-                    (Atom::NamedUuid(format!("r{name}")), Some(name))
-                }
+        unit_locs: &[Loc<'v>],
+        decided: &mut Decided<'v>,
+        uses: &mut Vec<RowPos>,
+    ) -> Result<Atom, PlanError> {
+        let Some(&(u, r)) = self.index.get(&(table, id)) else {
+            // Not desired in this plan: one of this controller's rows.
+            let Some(uuid) = find_owned(self.view, self.controller, table, id) else {
+                return Err(self.dangling(ctx, column, format!("{table} id={id:?}")));
+            };
+            decided.outside.push(OutsideRef {
+                uuid,
+                at: (ctx.unit, ctx.index),
+                column: column.to_owned(),
+                target: format!("{table} id={id:?}"),
             });
-        }
-        let uuid = match self.owned.by_id.get(&(table, id)) {
-            Some((uuid, _)) => *uuid,
-            None => {
-                find_by_id(self.view, self.controller, table, id)
-                    .into_iter()
-                    .next()?
-                    .0
-            }
+            return Ok(Atom::Uuid(uuid));
         };
-        (!self.located.stale_set.contains(&uuid)).then_some((Atom::Uuid(uuid), None))
+        let loc = if u == ctx.unit {
+            unit_locs.get(r as usize).copied().unwrap_or(Loc::New)
+        } else {
+            *decided
+                .elsewhere
+                .entry((u, r))
+                .or_insert_with(|| locate_row(self.view, self.controller, table, id, None).0)
+        };
+        Ok(match loc {
+            Loc::Existing { uuid, .. } => Atom::Uuid(uuid),
+            Loc::New => {
+                if strong {
+                    decided.referenced.push((u, r));
+                }
+                if u != ctx.unit {
+                    let root = self.view.schema().table(table).is_none_or(|t| t.is_root);
+                    decided.deps.push(Dep {
+                        consumer: ctx.unit,
+                        provider: u,
+                        bundle: strong && !root,
+                    });
+                }
+                uses.push((u, r));
+                Atom::NamedUuid(new_row_name(u, r))
+            }
+        })
     }
 
     fn dangling(&self, ctx: &RowCtx<'_>, column: &str, target: String) -> PlanError {
@@ -397,6 +415,37 @@ impl<V: OwnedRowsView> Lookup<'_, '_, V> {
             });
         }
     }
+}
+
+/// The non-reference columns (but `external_ids`) of the desired row that `current` does
+/// not hold. The desired columns, the row and the schema are all sorted by column name: one
+/// pass over each.
+fn changed_columns(
+    ctx: &RowCtx<'_>,
+    table: Option<&TableSchema>,
+    current: &Row,
+) -> Result<Vec<String>, PlanError> {
+    let mut have = Cursor::new(current);
+    let mut schema_columns = Cursor::new(table.map(|t| &t.columns));
+    let mut columns = Vec::new();
+    for (column, want) in &ctx.row.columns {
+        if column == EXTERNAL_IDS {
+            continue;
+        }
+        let Some(schema_column) = schema_columns.seek(column) else {
+            continue;
+        };
+        if !holds(have.seek(column), schema_column, want) {
+            if !schema_column.mutable {
+                return Err(PlanError::ImmutableColumn {
+                    at: RowAt::boxed(ctx.key.clone(), ctx.row.table.clone(), ctx.row.id.clone()),
+                    column: column.clone(),
+                });
+            }
+            columns.push(column.clone());
+        }
+    }
+    Ok(columns)
 }
 
 /// Whether a column holding `have` (absent: its default) holds `want`.

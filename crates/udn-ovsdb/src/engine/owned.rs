@@ -1,15 +1,17 @@
-//! The rows this controller owns in scope, found through the indexed ownership stamps, and
-//! which of them each desired row is (or whether it is new).
+//! The rows this controller owns: the existing row of each desired row (by table and row
+//! id, through the indexed `k8s.ovn.org/id` stamp), and the owned rows of the units in
+//! scope that no desired row is (stale), found through the owner stamps without reading
+//! the rows that are desired.
 
 use super::desired::{DesiredUnit, Scope, UnitKey};
-use super::hasher::{FastMap, FastSet};
+use super::hasher::FastMap;
 use super::parallel::{map_ranges, split_even, workers};
-use super::stamps::{ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, external_id, owned_by};
+use super::stamps::{EXTERNAL_IDS, ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, Stamp, owned_by};
 use super::validate::is_ownable;
 use super::view::OwnedRowsView;
-use crate::protocol::{Row, Uuid};
+use crate::protocol::{Atom, Row, Uuid};
 
-/// One owned row of a unit in scope.
+/// One owned row.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OwnedRow<'v> {
     pub(crate) table: &'v str,
@@ -18,37 +20,22 @@ pub(crate) struct OwnedRow<'v> {
     pub(crate) row: &'v Row,
 }
 
-/// Owned rows of the units in scope.
-#[derive(Debug, Default)]
-pub(crate) struct Owned<'v> {
-    /// Per unit (same index as the units), its rows.
-    pub(crate) per_unit: Vec<Vec<OwnedRow<'v>>>,
-    /// (table, row id) to the row (the smallest UUID when several rows claim one id).
-    pub(crate) by_id: FastMap<(&'v str, &'v str), (Uuid, &'v Row)>,
-}
-
 /// Where a desired row lives.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Loc<'v> {
-    /// It exists already.
-    Existing(Uuid, &'v Row),
-    /// It is inserted, named `r<N>`.
-    New(u32),
+    /// It exists already; `stamped`: its `external_ids` are already exactly the desired ones.
+    Existing {
+        uuid: Uuid,
+        row: &'v Row,
+        stamped: bool,
+    },
+    /// It is inserted.
+    New,
 }
 
-/// Desired rows located in the database, and the owned rows nobody wants any more.
-#[derive(Debug, Default)]
-pub(crate) struct Located<'v> {
-    /// Per unit, per row.
-    pub(crate) loc: Vec<Vec<Loc<'v>>>,
-    /// Existing rows matched by a desired row: (unit, row).
-    pub(crate) matched: FastMap<Uuid, (u32, u32)>,
-    /// Per unit, its owned rows to remove.
-    pub(crate) stale: Vec<Vec<OwnedRow<'v>>>,
-    /// Every stale row.
-    pub(crate) stale_set: FastSet<Uuid>,
-    /// New rows by name number: (unit, row).
-    pub(crate) new_rows: Vec<(u32, u32)>,
+/// The named UUID of the new row `r` of unit `u` (a valid identifier, unique in a plan).
+pub(crate) fn new_row_name(u: u32, r: u32) -> String {
+    format!("r{u}_{r}")
 }
 
 /// Tables whose rows can be owned, in schema order.
@@ -61,139 +48,176 @@ pub(crate) fn ownable_tables(view: &impl OwnedRowsView) -> Vec<&str> {
         .collect()
 }
 
-/// Collects the owned rows of the units in scope. With [`Scope::OwnerType`], units of that
-/// type found in the database but not desired are appended to `units` with no rows (sorted
-/// by name), so that they are deleted.
-pub(crate) fn collect_owned<'v, V: OwnedRowsView>(
+/// This controller's row of `table` with row id `id` (the smallest UUID when several claim
+/// it), and the other rows claiming it (duplicates to remove). With the desired stamps and
+/// the caller's `external_ids` of the row, a row already holding exactly those is
+/// recognised without a second look.
+pub(crate) fn locate_row<'v, V: OwnedRowsView>(
     view: &'v V,
     controller: &str,
-    units: &mut Vec<DesiredUnit>,
+    table: &str,
+    id: &str,
+    desired_ids: Option<(&Stamp<'_>, &[(Atom, Atom)])>,
+) -> (Loc<'v>, Vec<OwnedRow<'v>>) {
+    let candidates = view.find(table, ID_KEY, id);
+    if let [uuid] = candidates.as_slice() {
+        let Some(row) = view.row(table, uuid) else {
+            return (Loc::New, Vec::new());
+        };
+        let stamped =
+            desired_ids.is_some_and(|(stamp, caller)| stamp.holds(row.get(EXTERNAL_IDS), caller));
+        if stamped || owned_by(row, controller).is_some() {
+            return (
+                Loc::Existing {
+                    uuid: *uuid,
+                    row,
+                    stamped,
+                },
+                Vec::new(),
+            );
+        }
+        return (Loc::New, Vec::new());
+    }
+    let Some(table) = schema_table_name(view, table) else {
+        return (Loc::New, Vec::new());
+    };
+    let mut ours: Vec<OwnedRow<'v>> = candidates
+        .into_iter()
+        .filter_map(|uuid| {
+            let row = view.row(table, &uuid)?;
+            let stamps = owned_by(row, controller)?;
+            Some(OwnedRow {
+                table,
+                uuid,
+                id: stamps.id,
+                row,
+            })
+        })
+        .collect();
+    ours.sort_by_key(|owned| owned.uuid);
+    let mut ours = ours.into_iter();
+    let Some(first) = ours.next() else {
+        return (Loc::New, Vec::new());
+    };
+    (
+        Loc::Existing {
+            uuid: first.uuid,
+            row: first.row,
+            stamped: false,
+        },
+        ours.collect(),
+    )
+}
+
+/// Owned rows of units in scope that no desired row is: per given unit, and (with
+/// [`Scope::OwnerType`]) the units of that type found in the database but not given, in name
+/// order.
+pub(crate) type Unmatched<'v> = (Vec<Vec<OwnedRow<'v>>>, Vec<(UnitKey, Vec<OwnedRow<'v>>)>);
+
+/// The owned rows of the units in scope that are not `matched` (by a desired row).
+pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
+    view: &'v V,
+    controller: &str,
+    units: &[DesiredUnit],
     scope: &Scope,
-) -> Owned<'v> {
+    matched: &FastMap<Uuid, (u32, u32)>,
+) -> Unmatched<'v> {
     let tables = ownable_tables(view);
-    let mut per_unit: Vec<Vec<OwnedRow<'v>>> = match scope {
+    match scope {
         Scope::Units => {
             let ranges = split_even(units.len(), workers(units.len() * 100));
-            map_ranges(&ranges, |range| {
+            let per_unit = map_ranges(&ranges, |range| {
                 units
                     .get(range)
                     .unwrap_or_default()
                     .iter()
-                    .map(|unit| owned_rows_of(view, controller, &tables, &unit.key))
+                    .map(|unit| unmatched_of_unit(view, controller, &tables, &unit.key, matched))
                     .collect::<Vec<_>>()
             })
             .into_iter()
             .flatten()
-            .collect()
+            .collect();
+            (per_unit, Vec::new())
         }
         Scope::OwnerType(owner_type) => {
-            let found = owned_of_type(view, controller, &tables, owner_type);
-            let mut position: FastMap<&str, usize> = units
-                .iter()
-                .enumerate()
-                .map(|(i, unit)| (unit.key.name.as_str(), i))
-                .collect();
-            let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
-            let mut gone: Vec<&'v str> = Vec::new();
-            for (owner, row) in found {
-                let at = *position.entry(owner).or_insert_with(|| {
-                    gone.push(owner);
-                    per_unit.push(Vec::new());
-                    per_unit.len() - 1
+            unmatched_of_type(view, controller, units, &tables, owner_type, matched)
+        }
+    }
+}
+
+/// The unmatched owned rows of `owner_type`, grouped by unit.
+fn unmatched_of_type<'v, V: OwnedRowsView>(
+    view: &'v V,
+    controller: &str,
+    units: &[DesiredUnit],
+    tables: &[&'v str],
+    owner_type: &str,
+    matched: &FastMap<Uuid, (u32, u32)>,
+) -> Unmatched<'v> {
+    let mut position: FastMap<&str, usize> = units
+        .iter()
+        .enumerate()
+        .map(|(i, unit)| (unit.key.name.as_str(), i))
+        .collect();
+    let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
+    let mut gone: Vec<&'v str> = Vec::new();
+    for table in tables {
+        for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
+            if matched.contains_key(&uuid) {
+                continue;
+            }
+            let Some(row) = view.row(table, &uuid) else {
+                continue;
+            };
+            let Some(stamps) = owned_by(row, controller) else {
+                continue;
+            };
+            let Some(owner) = stamps
+                .owner
+                .filter(|_| stamps.owner_type == Some(owner_type))
+            else {
+                continue;
+            };
+            let at = *position.entry(owner).or_insert_with(|| {
+                gone.push(owner);
+                per_unit.push(Vec::new());
+                per_unit.len() - 1
+            });
+            if let Some(rows) = per_unit.get_mut(at) {
+                rows.push(OwnedRow {
+                    table,
+                    uuid,
+                    id: stamps.id,
+                    row,
                 });
-                if let Some(rows) = per_unit.get_mut(at) {
-                    rows.push(row);
-                }
-            }
-            // Units found only in the database, in name order.
-            let first_gone = units.len();
-            let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
-                gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
-            found.sort_by(|a, b| a.0.cmp(b.0));
-            for (name, rows) in found {
-                units.push(DesiredUnit::new(UnitKey::new(owner_type.clone(), name)));
-                per_unit.push(rows);
-            }
-            per_unit
-        }
-    };
-    let table_rank: FastMap<&str, usize> =
-        tables.iter().enumerate().map(|(i, t)| (*t, i)).collect();
-    let mut by_id: FastMap<(&'v str, &'v str), (Uuid, &'v Row)> = FastMap::default();
-    for rows in &mut per_unit {
-        // Deterministic order whatever the view's lookup order (usually sorted already).
-        let rank = |row: &OwnedRow<'_>| (table_rank.get(row.table).copied(), row.uuid);
-        if !rows.is_sorted_by_key(rank) {
-            rows.sort_by_key(rank);
-        }
-        for row in rows.iter() {
-            if let Some(id) = row.id {
-                by_id
-                    .entry((row.table, id))
-                    .and_modify(|kept| {
-                        if row.uuid < kept.0 {
-                            *kept = (row.uuid, row.row);
-                        }
-                    })
-                    .or_insert((row.uuid, row.row));
             }
         }
     }
-    Owned { per_unit, by_id }
-}
-
-/// This controller's rows of owner type `owner_type`, with their owner, in table then
-/// lookup order (rows read on a few threads for large databases).
-fn owned_of_type<'v, V: OwnedRowsView>(
-    view: &'v V,
-    controller: &str,
-    tables: &[&'v str],
-    owner_type: &str,
-) -> Vec<(&'v str, OwnedRow<'v>)> {
-    let candidates: Vec<(&'v str, Uuid)> = tables
-        .iter()
-        .flat_map(|table| {
-            view.find(table, OWNER_TYPE_KEY, owner_type)
-                .into_iter()
-                .map(move |uuid| (*table, uuid))
-        })
+    // Units found only in the database, in name order.
+    let first_gone = units.len();
+    let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
+        gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
+    found.sort_by(|a, b| a.0.cmp(b.0));
+    let gone = found
+        .into_iter()
+        .map(|(name, rows)| (UnitKey::new(owner_type, name), rows))
         .collect();
-    let ranges = split_even(candidates.len(), workers(candidates.len()));
-    map_ranges(&ranges, |range| {
-        candidates
-            .get(range)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|&(table, uuid)| {
-                let row = view.row(table, &uuid)?;
-                let stamps = owned_by(row, controller)?;
-                let owner = stamps.owner?;
-                (stamps.owner_type == Some(owner_type)).then_some((
-                    owner,
-                    OwnedRow {
-                        table,
-                        uuid,
-                        id: stamps.id,
-                        row,
-                    },
-                ))
-            })
-            .collect::<Vec<_>>()
-    })
-    .into_iter()
-    .flatten()
-    .collect()
+    (per_unit, gone)
 }
 
-fn owned_rows_of<'v, V: OwnedRowsView>(
+fn unmatched_of_unit<'v, V: OwnedRowsView>(
     view: &'v V,
     controller: &str,
     tables: &[&'v str],
     key: &UnitKey,
+    matched: &FastMap<Uuid, (u32, u32)>,
 ) -> Vec<OwnedRow<'v>> {
     let mut out = Vec::new();
     for table in tables {
         for uuid in view.find(table, OWNER_KEY, &key.name) {
+            if matched.contains_key(&uuid) {
+                continue;
+            }
             let Some(row) = view.row(table, &uuid) else {
                 continue;
             };
@@ -213,96 +237,17 @@ fn owned_rows_of<'v, V: OwnedRowsView>(
     out
 }
 
-/// This controller's rows of `table` with row id `id`, smallest UUID first.
-pub(crate) fn find_by_id<'v>(
-    view: &'v impl OwnedRowsView,
+/// This controller's rows of `table` with row id `id`: the smallest UUID.
+pub(crate) fn find_owned(
+    view: &impl OwnedRowsView,
     controller: &str,
     table: &str,
     id: &str,
-) -> Vec<(Uuid, &'v Row)> {
-    let mut found: Vec<(Uuid, &'v Row)> = view
-        .find(table, ID_KEY, id)
-        .into_iter()
-        .filter_map(|uuid| {
-            let row = view.row(table, &uuid)?;
-            owned_by(row, controller).map(|_| (uuid, row))
-        })
-        .collect();
-    found.sort_by_key(|(uuid, _)| *uuid);
-    found
-}
-
-/// Matches every desired row with its existing row (by table and row id among this
-/// controller's rows) or names it as new; the owned rows left over are stale. Extra rows
-/// claiming the id of a desired row (duplicates) are stale too.
-pub(crate) fn locate<'v, V: OwnedRowsView>(
-    view: &'v V,
-    controller: &str,
-    units: &[DesiredUnit],
-    owned: &Owned<'v>,
-) -> Located<'v> {
-    let rows: usize = units.iter().map(|u| u.rows.len()).sum();
-    let mut located = Located {
-        stale: vec![Vec::new(); units.len()],
-        matched: FastMap::with_capacity_and_hasher(rows, Default::default()),
-        ..Located::default()
-    };
-    let mut extra: Vec<(u32, OwnedRow<'v>)> = Vec::new();
-    for (u, unit) in (0u32..).zip(units) {
-        let mut locs = Vec::with_capacity(unit.rows.len());
-        for (r, row) in (0u32..).zip(&unit.rows) {
-            let existing = match owned.by_id.get(&(row.table.as_str(), row.id.as_str())) {
-                Some(found) => Some(*found),
-                None => {
-                    let mut found = find_by_id(view, controller, &row.table, &row.id).into_iter();
-                    let first = found.next();
-                    if let Some(table) = schema_table_name(view, &row.table) {
-                        for (uuid, duplicate) in found {
-                            let id = external_id(duplicate, ID_KEY);
-                            extra.push((
-                                u,
-                                OwnedRow {
-                                    table,
-                                    uuid,
-                                    id,
-                                    row: duplicate,
-                                },
-                            ));
-                        }
-                    }
-                    first
-                }
-            };
-            locs.push(match existing {
-                Some((uuid, current)) => {
-                    located.matched.insert(uuid, (u, r));
-                    Loc::Existing(uuid, current)
-                }
-                None => {
-                    let name = u32::try_from(located.new_rows.len()).unwrap_or(u32::MAX);
-                    located.new_rows.push((u, r));
-                    Loc::New(name)
-                }
-            });
-        }
-        located.loc.push(locs);
+) -> Option<Uuid> {
+    match locate_row(view, controller, table, id, None).0 {
+        Loc::Existing { uuid, .. } => Some(uuid),
+        Loc::New => None,
     }
-    for (rows, stale) in owned.per_unit.iter().zip(located.stale.iter_mut()) {
-        for row in rows {
-            if !located.matched.contains_key(&row.uuid) && located.stale_set.insert(row.uuid) {
-                stale.push(*row);
-            }
-        }
-    }
-    for (u, row) in extra {
-        if !located.matched.contains_key(&row.uuid)
-            && located.stale_set.insert(row.uuid)
-            && let Some(stale) = located.stale.get_mut(u as usize)
-        {
-            stale.push(row);
-        }
-    }
-    located
 }
 
 /// The schema's own copy of a table name (lives as long as the view).

@@ -2,15 +2,14 @@
 //! into transactions-to-be. Planning is pure: it reads a view of the database and returns
 //! data.
 
-use std::collections::BTreeMap;
-
 use super::Engine;
 use super::desired::{DesiredRow, DesiredUnit, Scope, UnitKey};
-use super::diff::{Diff, Lookup, RowDecision, index_rows};
+use super::diff::{Diff, Lookup, RowDecision, RowPos, UnitDiff, index_rows};
 use super::error::{PlanError, RowAt};
+use super::hasher::FastMap;
 use super::order::{group_units, topological};
-use super::owned::{Loc, Located, collect_owned, locate};
-use super::stale::{Removal, StalePlan, plan_stale};
+use super::owned::{Loc, OwnedRow, new_row_name, unmatched_rows};
+use super::stale::{Removal, Stale, StalePlan, plan_stale};
 use super::stamps::{EXTERNAL_IDS, Stamp};
 use super::validate::check_units;
 use super::view::OwnedRowsView;
@@ -105,29 +104,114 @@ impl Engine {
         scope: &Scope,
     ) -> Result<Plan, PlanError> {
         check_units(view.schema(), &mut units, scope)?;
-        let owned = collect_owned(view, &self.controller, &mut units, scope);
-        let located = locate(view, &self.controller, &units, &owned);
         let diff = Lookup {
             view,
             controller: &self.controller,
             units: &units,
             index: index_rows(&units)?,
-            owned: &owned,
-            located: &located,
         }
         .diff()?;
-        let stale = plan_stale(view, &units, &located);
+        let matched = matched_rows(&diff);
+        let (unmatched, gone) = unmatched_rows(view, &self.controller, &units, scope, &matched);
+        let mut diff = diff;
+        for (key, _) in &gone {
+            units.push(DesiredUnit::new(key.clone()));
+            diff.units.push(UnitDiff::default());
+        }
+        let stale = stale_rows(&diff, unmatched, gone);
+        check_outside(&units, &diff, &stale)?;
+        check_referenced(view, &units, &diff)?;
+        let stale_plans = plan_stale(view, &units, &matched, &stale);
         let (unit_groups, needs) = group_units(units.len(), &diff.deps);
         build(
             &self.controller,
             units,
-            &located,
             diff,
-            stale,
-            unit_groups,
-            needs,
+            stale_plans,
+            (unit_groups, needs),
         )
     }
+}
+
+/// Existing rows that desired rows are, by position.
+fn matched_rows(diff: &Diff<'_>) -> FastMap<Uuid, RowPos> {
+    let mut matched = FastMap::default();
+    for (u, unit) in (0u32..).zip(&diff.units) {
+        for (r, loc) in (0u32..).zip(&unit.locs) {
+            if let Loc::Existing { uuid, .. } = loc {
+                matched.insert(*uuid, (u, r));
+            }
+        }
+    }
+    matched
+}
+
+/// The owned rows to remove: unmatched rows of units in scope and duplicates of desired
+/// rows, each once.
+fn stale_rows<'v>(
+    diff: &Diff<'v>,
+    unmatched: Vec<Vec<OwnedRow<'v>>>,
+    gone: Vec<(UnitKey, Vec<OwnedRow<'v>>)>,
+) -> Stale<'v> {
+    let mut stale = Stale::default();
+    let per_unit = unmatched
+        .into_iter()
+        .chain(gone.into_iter().map(|(_, rows)| rows));
+    for (rows, unit) in per_unit.zip(&diff.units) {
+        let mut kept = Vec::with_capacity(rows.len() + unit.duplicates.len());
+        for row in rows.into_iter().chain(unit.duplicates.iter().copied()) {
+            if stale.all.insert(row.uuid) {
+                kept.push(row);
+            }
+        }
+        stale.per_unit.push(kept);
+    }
+    stale
+}
+
+/// References to rows outside the plan must not target rows the plan deletes.
+fn check_outside(
+    units: &[DesiredUnit],
+    diff: &Diff<'_>,
+    stale: &Stale<'_>,
+) -> Result<(), PlanError> {
+    let Some(bad) = diff.outside.iter().find(|o| stale.all.contains(&o.uuid)) else {
+        return Ok(());
+    };
+    let (u, r) = bad.at;
+    let unit = units.get(u as usize);
+    let row = unit.and_then(|unit| unit.rows.get(r as usize));
+    Err(PlanError::DanglingRef {
+        at: RowAt::boxed(
+            unit.map(|unit| unit.key.clone())
+                .unwrap_or_else(|| UnitKey::new("", "")),
+            row.map(|row| row.table.clone()).unwrap_or_default(),
+            row.map(|row| row.id.clone()).unwrap_or_default(),
+        ),
+        column: bad.column.clone(),
+        target: bad.target.clone(),
+    })
+}
+
+/// Every new row of a non-root table must be strongly referenced by a desired row, or the
+/// server collects it at once.
+fn check_referenced(
+    view: &impl OwnedRowsView,
+    units: &[DesiredUnit],
+    diff: &Diff<'_>,
+) -> Result<(), PlanError> {
+    let schema = view.schema();
+    for ((u, unit), found) in (0u32..).zip(units).zip(&diff.units) {
+        for ((r, row), loc) in (0u32..).zip(&unit.rows).zip(&found.locs) {
+            let root = schema.table(&row.table).is_none_or(|t| t.is_root);
+            if *loc == Loc::New && !root && !diff.referenced.contains(&(u, r)) {
+                return Err(PlanError::Unreferenced {
+                    at: RowAt::boxed(unit.key.clone(), row.table.clone(), row.id.clone()),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn where_uuid(uuid: Uuid) -> Vec<Condition> {
@@ -142,11 +226,9 @@ fn where_uuid(uuid: Uuid) -> Vec<Condition> {
 fn build(
     controller: &str,
     units: Vec<DesiredUnit>,
-    located: &Located<'_>,
-    diff: Diff,
+    diff: Diff<'_>,
     stale: Vec<StalePlan<'_>>,
-    unit_groups: Vec<Vec<u32>>,
-    needs: Vec<Vec<u32>>,
+    (unit_groups, needs): (Vec<Vec<u32>>, Vec<Vec<u32>>),
 ) -> Result<Plan, PlanError> {
     let mut keys = Vec::with_capacity(units.len());
     let mut rows: Vec<Vec<Option<DesiredRow>>> = Vec::with_capacity(units.len());
@@ -154,11 +236,18 @@ fn build(
         keys.push(unit.key);
         rows.push(unit.rows.into_iter().map(Some).collect());
     }
-    let mut decisions: Vec<Vec<Option<RowDecision>>> = diff
-        .rows
-        .into_iter()
-        .map(|d| d.into_iter().map(Some).collect())
-        .collect();
+    let mut new_rows: Vec<Vec<u32>> = Vec::with_capacity(diff.units.len());
+    let mut decisions: Vec<Vec<Option<RowDecision>>> = Vec::with_capacity(diff.units.len());
+    for unit in diff.units {
+        new_rows.push(
+            (0u32..)
+                .zip(&unit.locs)
+                .filter(|(_, loc)| **loc == Loc::New)
+                .map(|(r, _)| r)
+                .collect(),
+        );
+        decisions.push(unit.decisions.into_iter().map(Some).collect());
+    }
     let mut stale: Vec<Option<StalePlan<'_>>> = stale.into_iter().map(Some).collect();
     let mut groups = Vec::with_capacity(unit_groups.len());
     for (members, needs) in unit_groups.into_iter().zip(needs) {
@@ -169,44 +258,15 @@ fn build(
             needs,
             released: Vec::new(),
         };
-        insert_ops(
+        let mut work = Work {
             controller,
-            &mut group,
-            &keys,
-            located,
-            &mut rows,
-            &mut decisions,
-        )?;
+            keys: &keys,
+            rows: &mut rows,
+            decisions: &mut decisions,
+        };
+        work.insert_ops(&mut group, &new_rows)?;
         for &u in &group.units.clone() {
-            let unit_rows = rows
-                .get_mut(u as usize)
-                .map(std::mem::take)
-                .unwrap_or_default();
-            let unit_decisions = decisions
-                .get_mut(u as usize)
-                .map(std::mem::take)
-                .unwrap_or_default();
-            for (row, decision) in unit_rows.into_iter().zip(unit_decisions) {
-                if let (
-                    Some(row),
-                    Some(RowDecision::Existing {
-                        uuid,
-                        columns,
-                        refs,
-                        mutations,
-                    }),
-                    Some(key),
-                ) = (row, decision, keys.get(u as usize))
-                {
-                    let changes = Changes {
-                        uuid,
-                        columns,
-                        refs,
-                        mutations,
-                    };
-                    existing_ops(&mut group, u, row, changes, (controller, key));
-                }
-            }
+            work.existing_ops(&mut group, u);
             if let Some(plan) = stale.get_mut(u as usize).and_then(Option::take) {
                 stale_ops(&mut group, u, plan);
             }
@@ -219,93 +279,148 @@ fn build(
     })
 }
 
-/// The inserts of a group, each after the new rows it names.
-fn insert_ops(
-    controller: &str,
-    group: &mut Group,
-    keys: &[UnitKey],
-    located: &Located<'_>,
-    rows: &mut [Vec<Option<DesiredRow>>],
-    decisions: &mut [Vec<Option<RowDecision>>],
-) -> Result<(), PlanError> {
-    // New rows of the group, in unit then row order: (unit, row, name).
-    let mut nodes: Vec<(u32, u32, u32)> = Vec::new();
-    for &u in &group.units {
-        for (r, loc) in (0u32..).zip(located.loc.get(u as usize).map_or(&[][..], Vec::as_slice)) {
-            if let Loc::New(name) = loc {
-                nodes.push((u, r, *name));
-            }
-        }
-    }
-    let position: BTreeMap<u32, usize> = nodes.iter().enumerate().map(|(i, n)| (n.2, i)).collect();
-    let mut edges = vec![Vec::new(); nodes.len()];
-    for (i, &(u, r, _)) in nodes.iter().enumerate() {
-        if let Some(Some(RowDecision::Insert { uses, .. })) =
-            decisions.get(u as usize).and_then(|d| d.get(r as usize))
-        {
-            for used in uses {
-                if let Some(&from) = position.get(used)
-                    && let Some(out) = edges.get_mut(from)
-                {
-                    out.push(i);
+/// What building a group's inserts reads and takes from.
+struct Work<'a> {
+    controller: &'a str,
+    keys: &'a [UnitKey],
+    rows: &'a mut [Vec<Option<DesiredRow>>],
+    decisions: &'a mut [Vec<Option<RowDecision>>],
+}
+
+impl Work<'_> {
+    /// The order of the new rows `nodes`: every row after the new rows it names.
+    fn insert_order(&self, nodes: &[RowPos]) -> Result<Vec<usize>, PlanError> {
+        let position: FastMap<RowPos, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let mut edges = vec![Vec::new(); nodes.len()];
+        for (i, &(u, r)) in nodes.iter().enumerate() {
+            if let Some(Some(RowDecision::Insert { uses, .. })) = self
+                .decisions
+                .get(u as usize)
+                .and_then(|d| d.get(r as usize))
+            {
+                for used in uses {
+                    if let Some(&from) = position.get(used)
+                        && let Some(out) = edges.get_mut(from)
+                    {
+                        out.push(i);
+                    }
                 }
             }
         }
+        topological(nodes.len(), &edges).map_err(|cycle| {
+            let (u, r) = cycle
+                .first()
+                .and_then(|i| nodes.get(*i))
+                .copied()
+                .unwrap_or_default();
+            let row = self
+                .rows
+                .get(u as usize)
+                .and_then(|rs| rs.get(r as usize))
+                .and_then(Option::as_ref);
+            PlanError::Cycle {
+                at: RowAt::boxed(
+                    self.keys
+                        .get(u as usize)
+                        .cloned()
+                        .unwrap_or_else(|| UnitKey::new("", "")),
+                    row.map(|row| row.table.clone()).unwrap_or_default(),
+                    row.map(|row| row.id.clone()).unwrap_or_default(),
+                ),
+            }
+        })
     }
-    let order = topological(nodes.len(), &edges).map_err(|cycle| {
-        let (u, r, _) = cycle
-            .first()
-            .and_then(|i| nodes.get(*i))
-            .copied()
+
+    /// The updates and mutations of the existing rows of unit `u`; takes its rows.
+    fn existing_ops(&mut self, group: &mut Group, u: u32) {
+        let unit_rows = self
+            .rows
+            .get_mut(u as usize)
+            .map(std::mem::take)
             .unwrap_or_default();
-        let row = rows
-            .get(u as usize)
-            .and_then(|rs| rs.get(r as usize))
-            .and_then(Option::as_ref);
-        PlanError::Cycle {
-            at: RowAt::boxed(
-                keys.get(u as usize)
-                    .cloned()
-                    .unwrap_or_else(|| UnitKey::new("", "")),
-                row.map(|row| row.table.clone()).unwrap_or_default(),
-                row.map(|row| row.id.clone()).unwrap_or_default(),
-            ),
-        }
-    })?;
-    for i in order {
-        let Some(&(u, r, name)) = nodes.get(i) else {
-            continue;
+        let unit_decisions = self
+            .decisions
+            .get_mut(u as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let Some(key) = self.keys.get(u as usize) else {
+            return;
         };
-        let row = rows
-            .get_mut(u as usize)
-            .and_then(|rs| rs.get_mut(r as usize))
-            .and_then(Option::take);
-        let decision = decisions
-            .get_mut(u as usize)
-            .and_then(|d| d.get_mut(r as usize))
-            .and_then(Option::take);
-        if let (Some(row), Some(RowDecision::Insert { refs, .. })) = (row, decision) {
-            let mut values = row.columns;
-            if let Some(key) = keys.get(u as usize) {
-                stamp(controller, key, &row.id).apply(&mut values);
+        for (row, decision) in unit_rows.into_iter().zip(unit_decisions) {
+            if let (
+                Some(row),
+                Some(RowDecision::Existing {
+                    uuid,
+                    columns,
+                    refs,
+                    mutations,
+                }),
+            ) = (row, decision)
+            {
+                let changes = Changes {
+                    uuid,
+                    columns,
+                    refs,
+                    mutations,
+                };
+                existing_ops(group, u, row, changes, (self.controller, key));
             }
-            for (column, value) in refs {
-                if !matches!(&value, Value::Set(s) if s.is_empty()) {
-                    values.insert(column, value);
-                }
-            }
-            group.ops.push(Operation::Insert {
-                table: row.table,
-                row: values,
-                uuid_name: Some(format!("r{name}")),
-            });
-            group.info.push(OpInfo {
-                unit: u,
-                id: Some(row.id),
-            });
         }
     }
-    Ok(())
+
+    /// The inserts of a group, each after the new rows it names.
+    fn insert_ops(&mut self, group: &mut Group, new_rows: &[Vec<u32>]) -> Result<(), PlanError> {
+        // New rows of the group, in unit then row order.
+        let nodes: Vec<RowPos> = group
+            .units
+            .iter()
+            .flat_map(|&u| {
+                new_rows
+                    .get(u as usize)
+                    .into_iter()
+                    .flatten()
+                    .map(move |&r| (u, r))
+            })
+            .collect();
+        let order = self.insert_order(&nodes)?;
+        for i in order {
+            let Some(&(u, r)) = nodes.get(i) else {
+                continue;
+            };
+            let row = self
+                .rows
+                .get_mut(u as usize)
+                .and_then(|rs| rs.get_mut(r as usize))
+                .and_then(Option::take);
+            let decision = self
+                .decisions
+                .get_mut(u as usize)
+                .and_then(|d| d.get_mut(r as usize))
+                .and_then(Option::take);
+            if let (Some(row), Some(RowDecision::Insert { refs, .. })) = (row, decision) {
+                let mut values = row.columns;
+                if let Some(key) = self.keys.get(u as usize) {
+                    stamp(self.controller, key, &row.id).apply(&mut values);
+                }
+                for (column, value) in refs {
+                    if !matches!(&value, Value::Set(s) if s.is_empty()) {
+                        values.insert(column, value);
+                    }
+                }
+                group.ops.push(Operation::Insert {
+                    table: row.table,
+                    row: values,
+                    uuid_name: Some(new_row_name(u, r)),
+                });
+                group.info.push(OpInfo {
+                    unit: u,
+                    id: Some(row.id),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What changes in one existing row.

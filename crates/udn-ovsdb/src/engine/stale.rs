@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::desired::DesiredUnit;
-use super::owned::{Located, OwnedRow};
+use super::hasher::{FastMap, FastSet};
+use super::owned::OwnedRow;
 use super::view::OwnedRowsView;
 use crate::protocol::{Atom, Uuid, Value};
 use crate::schema::RefType;
@@ -30,24 +31,33 @@ pub(crate) struct StalePlan<'v> {
     pub(crate) released: Vec<OwnedRow<'v>>,
 }
 
-/// Plans the removal of every stale row, per unit.
+/// Owned rows to remove: per unit, and all of them.
+#[derive(Debug, Default)]
+pub(crate) struct Stale<'v> {
+    pub(crate) per_unit: Vec<Vec<OwnedRow<'v>>>,
+    pub(crate) all: FastSet<Uuid>,
+}
+
+/// Plans the removal of every stale row, per unit. `matched` are the existing rows desired
+/// rows are, by position.
 pub(crate) fn plan_stale<'v, V: OwnedRowsView>(
     view: &V,
     units: &[DesiredUnit],
-    located: &Located<'v>,
+    matched: &FastMap<Uuid, (u32, u32)>,
+    stale: &Stale<'v>,
 ) -> Vec<StalePlan<'v>> {
     let schema = view.schema();
-    let mut plans = Vec::with_capacity(located.stale.len());
-    for stale in &located.stale {
+    let mut plans = Vec::with_capacity(stale.per_unit.len());
+    for rows in &stale.per_unit {
         let mut plan = StalePlan::default();
-        for row in stale {
+        for row in rows {
             if schema.table(row.table).is_none_or(|t| t.is_root) {
                 plan.deletes.push(*row);
                 continue;
             }
             plan.released.push(*row);
             for (table, referrer, column) in view.referrers(&row.uuid) {
-                if located.stale_set.contains(&referrer) {
+                if stale.all.contains(&referrer) {
                     continue;
                 }
                 let Some(schema_column) = schema.column(&table, &column) else {
@@ -60,24 +70,15 @@ pub(crate) fn plan_stale<'v, V: OwnedRowsView>(
                         base.ref_table.as_deref() == Some(row.table)
                             && base.ref_type == RefType::Strong
                     });
-                if !strong || managed_by_plan(units, located, &referrer, &column) {
+                if !strong || managed_by_plan(units, matched, &referrer, &column) {
                     continue;
                 }
-                let removal = if schema_column.ty.is_map() {
-                    let pairs = match view.row(&table, &referrer).and_then(|r| r.get(&column)) {
-                        Some(Value::Map(pairs)) => pairs
-                            .iter()
-                            .filter(|(k, v)| {
-                                *k == Atom::Uuid(row.uuid) || *v == Atom::Uuid(row.uuid)
-                            })
-                            .cloned()
-                            .collect(),
-                        _ => Vec::new(),
-                    };
-                    Removal::Map(pairs)
-                } else {
-                    Removal::Set(vec![Atom::Uuid(row.uuid)])
-                };
+                let removal = removal(
+                    view,
+                    (&table, &referrer, &column),
+                    schema_column.ty.is_map(),
+                    row.uuid,
+                );
                 let columns = plan.detach.entry((table, referrer)).or_default();
                 match (columns.get_mut(&column), removal) {
                     (Some(Removal::Set(have)), Removal::Set(more)) => have.extend(more),
@@ -93,16 +94,38 @@ pub(crate) fn plan_stale<'v, V: OwnedRowsView>(
     plans
 }
 
+/// What to remove from `column` of the `referrer` row of `table` so that it no longer
+/// refers to `target`.
+fn removal(
+    view: &impl OwnedRowsView,
+    (table, referrer, column): (&str, &Uuid, &str),
+    is_map: bool,
+    target: Uuid,
+) -> Removal {
+    if !is_map {
+        return Removal::Set(vec![Atom::Uuid(target)]);
+    }
+    let target = Atom::Uuid(target);
+    let pairs = match view.row(table, referrer).and_then(|r| r.get(column)) {
+        Some(Value::Map(pairs)) => pairs
+            .iter()
+            .filter(|(k, v)| *k == target || *v == target)
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    Removal::Map(pairs)
+}
+
 /// Whether `referrer` is a desired row whose plan already sets `column` (its diff removes
 /// owned elements it does not want).
 fn managed_by_plan(
     units: &[DesiredUnit],
-    located: &Located<'_>,
+    matched: &FastMap<Uuid, (u32, u32)>,
     referrer: &Uuid,
     column: &str,
 ) -> bool {
-    located
-        .matched
+    matched
         .get(referrer)
         .and_then(|&(u, r)| units.get(u as usize)?.rows.get(r as usize))
         .is_some_and(|row| row.refs.contains_key(column))

@@ -27,24 +27,6 @@ pub(crate) fn is_stamp_key(key: &str) -> bool {
     )
 }
 
-/// The value of `key` in a row's `external_ids` (canonical map: sorted by key).
-pub(crate) fn external_id<'r>(row: &'r Row, key: &str) -> Option<&'r str> {
-    let Some(Value::Map(pairs)) = row.get(EXTERNAL_IDS) else {
-        return None;
-    };
-    let index = pairs
-        .binary_search_by(|(k, _)| match k {
-            Atom::String(k) => k.as_str().cmp(key),
-            // Canonical maps of strings only hold strings; other atoms sort apart.
-            _ => std::cmp::Ordering::Less,
-        })
-        .ok()?;
-    match pairs.get(index) {
-        Some((_, Atom::String(v))) => Some(v.as_str()),
-        _ => None,
-    }
-}
-
 /// The ownership a row's stamps claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stamps<'r> {
@@ -188,7 +170,6 @@ mod tests {
         let other = Stamp { id: "x", ..stamp };
         assert!(!other.holds(row.get(EXTERNAL_IDS), &caller));
         assert!(!stamp.holds(None, &[]));
-        assert_eq!(external_id(&row, "zzz"), Some("last"));
         assert_eq!(
             owned_by(&row, "ctl"),
             Some(Stamps {

@@ -96,6 +96,12 @@ fn check_row(schema: &DbSchema, unit: &UnitKey, row: &mut DesiredRow) -> Result<
             })?;
     }
     check_reserved(unit, row)?;
+    check_refs(table, unit, row)
+}
+
+/// Reference columns must exist, be sets of references, and name rows of their table.
+fn check_refs(table: &TableSchema, unit: &UnitKey, row: &DesiredRow) -> Result<(), PlanError> {
+    let at = || RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone());
     let mut schema_columns = Cursor::new(&table.columns);
     for (column, targets) in &row.refs {
         let Some(schema_column) = schema_columns.seek(column) else {
@@ -105,25 +111,22 @@ fn check_row(schema: &DbSchema, unit: &UnitKey, row: &mut DesiredRow) -> Result<
             Some((expected, _)) if !schema_column.ty.is_map() => expected,
             _ => {
                 return Err(PlanError::NotAReferenceSet {
-                    at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
+                    at: at(),
                     column: column.clone(),
                 });
             }
         };
-        for target in targets {
-            if let RowRef::Desired {
-                table: target_table,
-                ..
-            } = target
-                && target_table != expected
-            {
-                return Err(PlanError::WrongTarget {
-                    at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
-                    column: column.clone(),
-                    target_table: target_table.clone(),
-                    expected: expected.to_owned(),
-                });
-            }
+        let wrong = targets.iter().find_map(|target| match target {
+            RowRef::Desired { table, .. } if table != expected => Some(table),
+            _ => None,
+        });
+        if let Some(target_table) = wrong {
+            return Err(PlanError::WrongTarget {
+                at: at(),
+                column: column.clone(),
+                target_table: target_table.clone(),
+                expected: expected.to_owned(),
+            });
         }
     }
     Ok(())

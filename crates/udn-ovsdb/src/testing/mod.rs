@@ -4,7 +4,7 @@
 //! `ovsdb-server --detach` returns only once the daemon listens, so the server is ready when
 //! [`OvsdbServer::start`] returns. The daemon holds a POSIX lock on its pidfile for its whole
 //! life; [`OvsdbServer::kill`] sends SIGKILL and then waits for that lock, so it returns once
-//! the process is gone (a daemon that nobody reaps stays a zombie, which holds no lock).
+//! the process has released its memory and files (a daemon that nobody reaps stays a zombie).
 //!
 //! Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` and (for [`OvsdbServer::nbctl`]) `ovn-nbctl`
 //! on `PATH` (Debian: `ovn-central`).
@@ -329,17 +329,11 @@ impl OvsdbServer {
         self.pid.unwrap_or(0)
     }
 
-    /// Whether the daemon is running (a zombie counts as dead).
+    /// Whether the daemon is running: its process exists, is not a zombie (nobody may reap it)
+    /// and still has its memory (a process that is exiting releases its memory before its
+    /// files, so once [`OvsdbServer::kill`] has seen the pidfile lock go this is false).
     pub fn is_running(&self) -> bool {
-        self.pid.is_some_and(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let (_, after_name) = stat.rsplit_once(')')?;
-                    after_name.split_whitespace().next().map(|s| s != "Z")
-                })
-                .unwrap_or(false)
-        })
+        self.pid.is_some_and(process_alive)
     }
 
     /// Kills the daemon with SIGKILL and returns once it is dead. The database file and socket
@@ -424,6 +418,17 @@ impl OvsdbServer {
         let output = run("ovs-appctl", &all)?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
+}
+
+/// Whether process `pid` exists, is not a zombie and has an address space.
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let zombie = status
+        .lines()
+        .any(|line| line.starts_with("State:") && line.contains('Z'));
+    !zombie && status.lines().any(|line| line.starts_with("VmRSS:"))
 }
 
 fn wait_for_lock(file: &File) -> std::io::Result<()> {

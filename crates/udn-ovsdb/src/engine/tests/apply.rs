@@ -168,7 +168,7 @@ fn an_operation_error_names_the_unit_and_operation_and_dependents_are_skipped() 
     assert_eq!(*op_index, Some(1));
     assert_eq!(
         op.as_deref(),
-        Some("insert Address_Set id=\"bad\" as r2: external_ids, name")
+        Some("insert Address_Set id=\"bad\" as r1_1: external_ids, name")
     );
     assert!(matches!(
         report.units.get(&key("user")),

@@ -483,7 +483,7 @@ fn dry_run_display_is_stable_and_readable() {
     let text = plan.to_string().replace(&pg.to_string(), "<pg>");
     let expected = r#"plan: 4 operations in 1 of 2 units
 unit Network/net1:
-  insert Address_Set id="as1" as r0: external_ids, name
+  insert Address_Set id="as1" as r0_6: external_ids, name
   update Logical_Router id="net1_ovn_cluster_router": options
   mutate Logical_Router id="net1_ovn_cluster_router": nat delete 1
   delete Port_Group id="net1_pg"
