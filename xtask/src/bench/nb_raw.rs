@@ -42,6 +42,7 @@ impl Batching {
     pub fn label(&self) -> String {
         match self {
             Self::Single => "one transaction".to_owned(),
+            Self::Networks(1) => "1 network/txn".to_owned(),
             Self::Networks(n) => format!("{n} networks/txn"),
         }
     }
