@@ -56,6 +56,22 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 100)]
         nodes: usize,
     },
+    /// The Northbound reconcile engine: N Layer3 UDNs x M nodes written through the engine
+    /// vs raw `transact` requests on a private ovsdb-server, re-apply, replica memory.
+    Nb {
+        /// Layer3 primary UDNs.
+        #[arg(long, default_value_t = 200)]
+        networks: usize,
+        /// Nodes.
+        #[arg(long, default_value_t = 20)]
+        nodes: usize,
+        /// Engine batching: operations per transaction (default: the engine's own policy).
+        #[arg(long)]
+        max_ops: Option<usize>,
+        /// Engine batching: transactions in flight (default: the engine's own policy).
+        #[arg(long)]
+        in_flight: Option<usize>,
+    },
 }
 
 impl Cli {
@@ -73,6 +89,25 @@ impl Cli {
             Command::Bench {
                 target: BenchTarget::ClusterManager { udns, nodes },
             } => bench::cluster_manager::run_and_record(&root, udns, nodes),
+            Command::Bench {
+                target:
+                    BenchTarget::Nb {
+                        networks,
+                        nodes,
+                        max_ops,
+                        in_flight,
+                    },
+            } => {
+                let default = udn_ovsdb::engine::ApplyPolicy::default();
+                let options = bench::nb::Options {
+                    topology: bench::nb_topology::Topology::new(networks, nodes)?,
+                    policy: udn_ovsdb::engine::ApplyPolicy {
+                        max_ops: max_ops.unwrap_or(default.max_ops),
+                        in_flight: in_flight.unwrap_or(default.in_flight),
+                    },
+                };
+                bench::nb::run_and_record(&root, &options)
+            }
         }
     }
 }

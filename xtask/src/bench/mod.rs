@@ -3,6 +3,11 @@
 
 pub mod cluster_manager;
 pub mod kube_sim;
+pub mod nb;
+pub mod nb_alloc;
+pub mod nb_raw;
+pub mod nb_report;
+pub mod nb_topology;
 mod report;
 mod rss;
 
