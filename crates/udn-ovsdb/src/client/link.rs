@@ -44,6 +44,9 @@ pub(super) enum Pending {
     },
 }
 
+/// Where the results of a `transact` arrive.
+pub(crate) type TransactReply = oneshot::Receiver<Result<Vec<OperationResult>, ClientError>>;
+
 /// Encoded requests' buffers, handed back by the writer once written and reused: a big
 /// `transact` is encoded without allocating (and freeing) its buffer anew each time.
 #[derive(Debug, Default)]
@@ -204,29 +207,36 @@ impl Link {
         self.wait(id, method, rx).await
     }
 
-    /// Runs a `transact`: the request is encoded straight from `operations` (which are dropped
-    /// once sent) and the reader decodes the results straight from the reply.
-    pub(crate) async fn transact(
+    /// Sends a `transact` encoded straight from `operations`; the reader decodes the results
+    /// straight from the reply. Returns the request id and where the results arrive.
+    pub(crate) fn send_transact(
         &self,
         database: &str,
-        operations: Vec<Operation>,
-    ) -> Result<Vec<OperationResult>, ClientError> {
+        operations: &[Operation],
+    ) -> Result<(u64, TransactReply), ClientError> {
         let (reply, rx) = oneshot::channel();
-        let count = operations.len();
         let pending = Pending::Transact {
-            operations: count,
+            operations: operations.len(),
             reply,
         };
         let params = TransactParams {
             database,
-            operations: &operations,
+            operations,
         };
-        let capacity = BYTES_PER_OPERATION.saturating_mul(count + 1);
+        let capacity = BYTES_PER_OPERATION.saturating_mul(operations.len() + 1);
         let id = self.request("transact", capacity, pending, |out, id| {
             encode_request(out, &id, "transact", &params)
         })?;
-        drop(operations);
-        self.wait(id, "transact", rx).await
+        Ok((id, rx))
+    }
+
+    /// Waits for the results of a `transact` sent with [`Link::send_transact`].
+    pub(crate) async fn wait_transact(
+        &self,
+        id: u64,
+        reply: TransactReply,
+    ) -> Result<Vec<OperationResult>, ClientError> {
+        self.wait(id, "transact", reply).await
     }
 
     /// Sends a monitor request; the reader loads its reply into the replica.

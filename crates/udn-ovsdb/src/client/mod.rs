@@ -130,7 +130,22 @@ impl Client {
     pub async fn transact(&self, ops: Vec<Operation>) -> Result<Vec<OperationResult>, ClientError> {
         let link = self.link()?;
         debug!(operations = ops.len(), "ovsdb transact");
-        link.transact(&self.shared.config.database, ops).await
+        let (id, reply) = link.send_transact(&self.shared.config.database, &ops)?;
+        // Encoded and sent: free the operations while the server works.
+        drop(ops);
+        link.wait_transact(id, reply).await
+    }
+
+    /// [`Client::transact`] with borrowed operations: for callers that keep them (e.g. to
+    /// retry), which spares copying them.
+    pub async fn transact_slice(
+        &self,
+        ops: &[Operation],
+    ) -> Result<Vec<OperationResult>, ClientError> {
+        let link = self.link()?;
+        debug!(operations = ops.len(), "ovsdb transact");
+        let (id, reply) = link.send_transact(&self.shared.config.database, ops)?;
+        link.wait_transact(id, reply).await
     }
 
     /// Read access to the replica. Do not hold it across an `.await` (clippy's

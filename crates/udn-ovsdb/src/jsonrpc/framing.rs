@@ -24,6 +24,9 @@ pub enum FramingError {
     },
 }
 
+/// Capacity of the buffer for split messages kept after use; a larger one is freed.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
 /// Splits arbitrary byte chunks into complete top-level JSON texts (objects or arrays).
 ///
 /// Messages that lie whole within a chunk are handed out as slices of it; only the bytes of a
@@ -154,8 +157,13 @@ impl Frames<'_> {
     pub fn next_message(&mut self) -> Option<Result<&[u8], FramingError>> {
         let splitter = &mut *self.splitter;
         if splitter.handed_out {
-            splitter.current.clear();
             splitter.handed_out = false;
+            if splitter.current.capacity() > KEEP_BUFFER_BYTES {
+                // A big message (an initial monitor reply): give its memory back.
+                splitter.current = Vec::new();
+            } else {
+                splitter.current.clear();
+            }
         }
         if splitter.depth == 0 {
             // Between messages: whitespace, then the start of the next one.
