@@ -349,6 +349,53 @@ async fn monitor_sees_ovn_nbctl_changes() {
 }
 
 #[tokio::test]
+async fn awkward_strings_round_trip_through_pipelined_transactions() {
+    let server = OvsdbServer::start_nb().unwrap();
+    let client = Client::connect(config(&server)).await.unwrap();
+    let names = [
+        "quote \" backslash \\ slash /",
+        "control \u{1} \n \t \u{1f}",
+        "unicode é ü 漢字 🦀",
+        "{\"looks\": [\"like json\"]}",
+    ];
+    let batches: Vec<Vec<Operation>> = names
+        .iter()
+        .map(|name| {
+            vec![
+                insert_switch(name, None),
+                Operation::Comment {
+                    comment: (*name).to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let (a, b, c, d) = tokio::join!(
+        client.transact_slice(&batches[0]),
+        client.transact_slice(&batches[1]),
+        client.transact(batches[2].clone()),
+        client.transact_slice(&batches[3]),
+    );
+    for (name, results) in names.iter().zip([a, b, c, d]) {
+        let results = results.unwrap();
+        let OperationResult::Inserted(uuid) = results[0] else {
+            panic!("{results:?}")
+        };
+        assert_eq!(results[1], OperationResult::Empty);
+        assert_eq!(
+            client
+                .replica()
+                .get("Logical_Switch", &uuid)
+                .map(|r| r["name"].clone()),
+            Some(s(name))
+        );
+    }
+    let listed = server
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+        .unwrap();
+    assert!(listed.contains("unicode é ü 漢字 🦀"), "{listed}");
+}
+
+#[tokio::test]
 async fn replica_reflects_each_commit_when_transact_returns() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();

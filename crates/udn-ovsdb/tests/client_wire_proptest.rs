@@ -1,12 +1,14 @@
 //! Property tests over the client's wire decoding path: framing -> JSON-RPC message -> monitor
-//! update -> replica. Random, truncated and corrupted input gives errors, never panics.
+//! update -> replica. Random, truncated and corrupted input gives errors, never panics; the
+//! direct path the client takes (`frames`, `RawMessage`, the `*_slice` decoders) gives the same
+//! updates and errors as the JSON tree path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
-use udn_ovsdb::jsonrpc::{JsonSplitter, Message};
+use udn_ovsdb::jsonrpc::{JsonSplitter, Message, RawMessage};
 use udn_ovsdb::nb;
 use udn_ovsdb::protocol::{MonitorSinceReply, MonitorUpdate, TableUpdates};
 use udn_ovsdb::replica::Replica;
@@ -93,16 +95,50 @@ fn valid_update3() -> impl Strategy<Value = Json> {
     )
 }
 
-/// Decodes a framed message the way the client's reader does, applying updates to `replica`.
+/// Decodes a framed message the way the client's reader does, applying updates to `replica`,
+/// and checks the JSON tree path decodes it alike.
 fn decode_all(bytes: &[u8], replica: &mut Replica) {
-    let Ok(message) = Message::from_slice(bytes) else {
+    let tree = Message::from_slice(bytes);
+    let raw = match RawMessage::from_slice(bytes) {
+        Ok(raw) => raw,
+        Err(error) => {
+            assert_eq!(Err(error), tree);
+            return;
+        }
+    };
+    let RawMessage::Notification(n) = raw else {
         return;
     };
-    if let Message::Notification(n) = &message
-        && let Ok(Some(update)) = MonitorUpdate::from_notification(&n.method, &n.params)
-    {
+    let direct = MonitorUpdate::from_notification_slice(&n.method, n.params.get().as_bytes());
+    let Ok(Message::Notification(tree)) = tree else {
+        panic!("{tree:?}")
+    };
+    assert_eq!(
+        direct,
+        MonitorUpdate::from_notification(&tree.method, &tree.params)
+    );
+    if let Ok(Some(update)) = direct {
         let _ = replica.apply(&update.updates);
     }
+}
+
+/// The direct decoders of monitor replies and updates agree with the tree decoders.
+fn slices_agree(j: &Json) {
+    let text = j.to_string();
+    let j = &serde_json::from_str::<Json>(&text).unwrap();
+    let bytes = text.as_bytes();
+    assert_eq!(
+        TableUpdates::from_v1_slice(bytes),
+        TableUpdates::from_v1_json(j)
+    );
+    assert_eq!(
+        TableUpdates::from_v2_slice(bytes),
+        TableUpdates::from_v2_json(j)
+    );
+    assert_eq!(
+        MonitorSinceReply::from_slice(bytes),
+        MonitorSinceReply::from_json(j)
+    );
 }
 
 proptest! {
@@ -124,6 +160,20 @@ proptest! {
         }
         let _ = MonitorSinceReply::from_json(&j);
         let _ = MonitorSinceReply::from_json(&json!([false, UUIDS[1], j]));
+        slices_agree(&j);
+        slices_agree(&json!([false, UUIDS[1], j]));
+        for method in ["update", "update2", "update3", "locked"] {
+            for params in [json!([id, j]), json!([id, UUIDS[0], j]), json!([j])] {
+                let text = params.to_string();
+                let Json::Array(tree) = serde_json::from_str::<Json>(&text).unwrap() else {
+                    unreachable!()
+                };
+                prop_assert_eq!(
+                    MonitorUpdate::from_notification_slice(method, text.as_bytes()),
+                    MonitorUpdate::from_notification(method, &tree)
+                );
+            }
+        }
     }
 
     #[test]
@@ -137,13 +187,19 @@ proptest! {
         points.sort_unstable();
         let mut splitter = JsonSplitter::new(1 << 20);
         let mut decoded = 0;
+        let mut r = replica();
         for w in points.windows(2) {
-            for bytes in splitter.push(&stream[w[0]..w[1]]).unwrap() {
-                let Message::Notification(n) = Message::from_slice(&bytes).unwrap() else {
+            let mut frames = splitter.frames(&stream[w[0]..w[1]]);
+            while let Some(bytes) = frames.next_message() {
+                let bytes = bytes.unwrap();
+                let RawMessage::Notification(n) = RawMessage::from_slice(bytes).unwrap() else {
                     panic!("not a notification")
                 };
-                let update = MonitorUpdate::from_notification(&n.method, &n.params).unwrap().unwrap();
-                prop_assert_eq!(update.monitor_id, json!("udn"));
+                let update = MonitorUpdate::from_notification_slice(&n.method, n.params.get().as_bytes())
+                    .unwrap()
+                    .unwrap();
+                prop_assert_eq!(&update.monitor_id, &json!("udn"));
+                decode_all(bytes, &mut r);
                 decoded += 1;
             }
         }

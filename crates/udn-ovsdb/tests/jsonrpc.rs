@@ -3,7 +3,8 @@
 
 use serde_json::json;
 use udn_ovsdb::jsonrpc::{
-    FramingError, JsonSplitter, Message, MessageError, Notification, Request, Response,
+    FramingError, JsonSplitter, Message, MessageError, Notification, RawMessage, Request, Response,
+    encode_request,
 };
 
 #[test]
@@ -145,4 +146,93 @@ fn malformed_messages_are_typed_errors() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn frames_hand_out_whole_messages_in_place_and_copy_split_ones_once() {
+    let mut s = JsonSplitter::new(1024);
+    let chunk = br#" {"a":"}"} [1] {"b":"#;
+    let mut frames = s.frames(chunk);
+    let range = chunk.as_ptr_range();
+    let first = frames.next_message().unwrap().unwrap();
+    assert_eq!(first, br#"{"a":"}"}"#);
+    assert!(
+        range.contains(&first.as_ptr()),
+        "not borrowed from the chunk"
+    );
+    assert_eq!(frames.next_message().unwrap().unwrap(), b"[1]");
+    assert!(frames.next_message().is_none());
+    assert!(s.has_partial());
+    let mut frames = s.frames(br#"[2]} {}"#);
+    assert_eq!(frames.next_message().unwrap().unwrap(), br#"{"b":[2]}"#);
+    assert_eq!(frames.next_message().unwrap().unwrap(), b"{}");
+    assert!(frames.next_message().is_none());
+    assert!(!s.has_partial());
+    let mut frames = s.frames(b"{} x {}");
+    assert_eq!(frames.next_message().unwrap().unwrap(), b"{}");
+    assert_eq!(
+        frames.next_message().unwrap(),
+        Err(FramingError::UnexpectedByte { byte: b'x' })
+    );
+    assert!(
+        frames.next_message().is_none(),
+        "the rest of the chunk is dropped"
+    );
+}
+
+#[test]
+fn raw_messages_borrow_their_parts() {
+    let bytes = br#"{"id":null,"method":"update3","params":["udn", {"T": {}}]}"#;
+    let RawMessage::Notification(n) = RawMessage::from_slice(bytes).unwrap() else {
+        panic!("not a notification")
+    };
+    assert_eq!(n.method, "update3");
+    assert_eq!(n.params.get(), r#"["udn", {"T": {}}]"#);
+    let RawMessage::Response(r) = RawMessage::from_slice(br#"{"id":7,"error":"e"}"#).unwrap()
+    else {
+        panic!("not a response")
+    };
+    assert_eq!(
+        (r.id.get(), r.result.get(), r.error.get()),
+        ("7", "null", r#""e""#)
+    );
+    let RawMessage::Request(r) =
+        RawMessage::from_slice(br#"{"method":"echo","params":[],"id":"x","id":"y"}"#).unwrap()
+    else {
+        panic!("not a request")
+    };
+    assert_eq!((r.id.get(), &*r.method), (r#""y""#, "echo"));
+    for bad in [
+        &b"{"[..],
+        br#"[1]"#,
+        br#"{"method":1,"params":[]}"#,
+        br#"{"method":"m","params":{}}"#,
+        br#"{"params":[]}"#,
+        br#"{"id":1}"#,
+    ] {
+        assert_eq!(
+            RawMessage::from_slice(bad).unwrap_err(),
+            Message::from_slice(bad).unwrap_err()
+        );
+    }
+}
+
+#[test]
+fn requests_encode_straight_from_their_parameters() {
+    let params = [
+        json!("OVN_Northbound"),
+        json!({"op": "comment", "comment": "x"}),
+    ];
+    let mut out = b"prefix ".to_vec();
+    encode_request(&mut out, &7u64, "transact", &params).unwrap();
+    let message = Message::Request(Request {
+        id: json!(7),
+        method: "transact".into(),
+        params: params.to_vec(),
+    });
+    assert_eq!(out, [b"prefix ".as_slice(), &message.to_vec()].concat());
+    assert_eq!(
+        String::from_utf8(message.to_vec()).unwrap(),
+        r#"{"method":"transact","params":["OVN_Northbound",{"op":"comment","comment":"x"}],"id":7}"#
+    );
 }

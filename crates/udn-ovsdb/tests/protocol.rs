@@ -7,7 +7,7 @@ use serde_json::json;
 use udn_ovsdb::protocol::{
     Atom, Condition, ConditionFunction, Mutation, Mutator, Operation, OperationError,
     OperationResult, TransactError, Uuid, Value, ValueError, WaitUntil, decode_transact_result,
-    row_from_json,
+    decode_transact_result_slice, row_from_json,
 };
 
 const U: &str = "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a0";
@@ -21,6 +21,11 @@ fn uuid_validation() {
         "36bc5ba7d2c74a59a3e89cf5b2c7d1a0",
         "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1aZ",
         "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a00",
+        "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7-1a0",
+        "36bc5ba7d-2c7-4a59-a3e8-9cf5b2c7d1a0",
+        "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a ",
+        "36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1aé",
+        "g6bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a0",
     ] {
         assert_eq!(
             Uuid::parse(bad),
@@ -317,5 +322,61 @@ fn malformed_results() {
             expected: 2,
             got: 1
         })
+    );
+}
+
+#[test]
+fn transact_results_decode_from_text_as_from_trees() {
+    for (n, text) in [
+        (
+            4,
+            r#"[{"uuid":["uuid","36bc5ba7-d2c7-4a59-a3e8-9cf5b2c7d1a0"]},{"rows":[{"name":"a"}]},{"count":2},{}]"#,
+        ),
+        (
+            3,
+            r#"[{"count":1},{"error":"constraint violation","details":"duplicate name"},null]"#,
+        ),
+        (
+            2,
+            r#"[{},{"count":0},{"error":"referential integrity violation"}]"#,
+        ),
+        (1, r#"[{"count":-1}]"#),
+        (1, r#"[{"uuid":["uuid","x"]}]"#),
+        (1, r#"[null,{}]"#),
+        (2, r#"[{}]"#),
+        (1, r#"{}"#),
+    ] {
+        let tree = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            decode_transact_result_slice(n, text.as_bytes()),
+            decode_transact_result(n, &tree),
+            "{text}"
+        );
+    }
+    let err = decode_transact_result_slice(1, b"[{\"count\":").unwrap_err();
+    assert!(matches!(err, TransactError::Json { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("transact result is not valid JSON: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn direct_encoding_is_the_rfc_text() {
+    let op = Operation::Insert {
+        table: "Logical_Switch".into(),
+        row: [(
+            "ports".to_owned(),
+            Value::Set(vec![Atom::Uuid(Uuid::parse(U).unwrap())]),
+        )]
+        .into(),
+        uuid_name: Some("ls".into()),
+    };
+    assert_eq!(
+        serde_json::to_string(&op).unwrap(),
+        format!(
+            r#"{{"op":"insert","table":"Logical_Switch","row":{{"ports":["set",[["uuid","{U}"]]]}},"uuid-name":"ls"}}"#
+        )
     );
 }

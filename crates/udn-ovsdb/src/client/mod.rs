@@ -16,6 +16,7 @@ mod endpoint;
 mod error;
 mod link;
 mod monitor;
+mod reader;
 mod state;
 
 use std::collections::BTreeMap;
@@ -32,10 +33,11 @@ pub use error::{ClientError, ProtocolError};
 pub use monitor::MonitorMethod;
 pub use state::SyncKind;
 
-use crate::protocol::{Operation, OperationResult, decode_transact_result};
+use crate::protocol::{Operation, OperationResult};
 use crate::replica::Replica;
 use crate::schema::{DbSchema, Requirements};
-use link::{Link, read_loop};
+use link::Link;
+use reader::read_loop;
 use state::SyncState;
 
 /// State shared by the client handle and its background tasks.
@@ -127,13 +129,23 @@ impl Client {
     /// have committed.
     pub async fn transact(&self, ops: Vec<Operation>) -> Result<Vec<OperationResult>, ClientError> {
         let link = self.link()?;
-        let count = ops.len();
-        let mut params = Vec::with_capacity(count + 1);
-        params.push(json!(self.shared.config.database));
-        params.extend(ops.iter().map(Operation::to_json));
-        debug!(operations = count, "ovsdb transact");
-        let result = link.call("transact", params).await?;
-        decode_transact_result(count, &result).map_err(ClientError::Transact)
+        debug!(operations = ops.len(), "ovsdb transact");
+        let (id, reply) = link.send_transact(&self.shared.config.database, &ops)?;
+        // Encoded and sent: free the operations while the server works.
+        drop(ops);
+        link.wait_transact(id, reply).await
+    }
+
+    /// [`Client::transact`] with borrowed operations: for callers that keep them (e.g. to
+    /// retry), which spares copying them.
+    pub async fn transact_slice(
+        &self,
+        ops: &[Operation],
+    ) -> Result<Vec<OperationResult>, ClientError> {
+        let link = self.link()?;
+        debug!(operations = ops.len(), "ovsdb transact");
+        let (id, reply) = link.send_transact(&self.shared.config.database, ops)?;
+        link.wait_transact(id, reply).await
     }
 
     /// Read access to the replica. Do not hold it across an `.await` (clippy's

@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use serde_json::Value as Json;
 use tracing::{debug, info};
 
 use super::error::ProtocolError;
@@ -100,27 +99,25 @@ impl SyncState {
     pub(crate) fn load_monitor_reply(
         &self,
         method: MonitorMethod,
-        result: Json,
+        result: &[u8],
         fresh: Replica,
     ) -> Result<(), ProtocolError> {
         let (found, last_txn_id, updates) = match method {
             MonitorMethod::CondSince => {
-                let reply = MonitorSinceReply::from_json(&result).map_err(ProtocolError::Update)?;
+                let reply = MonitorSinceReply::from_slice(result).map_err(ProtocolError::Update)?;
                 (reply.found, Some(reply.last_txn_id), reply.updates)
             }
             MonitorMethod::Cond => (
                 false,
                 None,
-                TableUpdates::from_v2_json(&result).map_err(ProtocolError::Update)?,
+                TableUpdates::from_v2_slice(result).map_err(ProtocolError::Update)?,
             ),
             MonitorMethod::Plain => (
                 false,
                 None,
-                TableUpdates::from_v1_json(&result).map_err(ProtocolError::Update)?,
+                TableUpdates::from_v1_slice(result).map_err(ProtocolError::Update)?,
             ),
         };
-        // Free the JSON before loading the replica: initial contents can be large.
-        drop(result);
         let changes = updates.len();
         let applied = {
             let mut replica = self.write();

@@ -1,5 +1,7 @@
 //! JSON-RPC 1.0 messages as OVSDB uses them (RFC 7047 §4): requests, responses, notifications.
 
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value as Json};
 
 /// Errors decoding a JSON-RPC message.
@@ -9,6 +11,14 @@ pub enum MessageError {
     #[error("message is not valid JSON: {reason}")]
     Json {
         /// The parser's explanation.
+        reason: String,
+    },
+    /// A request's parameters cannot be encoded as JSON.
+    #[error("cannot encode the parameters of a {method} request: {reason}")]
+    Encode {
+        /// The request's method.
+        method: String,
+        /// The encoder's explanation.
         reason: String,
     },
     /// The JSON is not a JSON-RPC request, response or notification.
@@ -87,9 +97,29 @@ impl Message {
         Json::Object(o)
     }
 
-    /// Encodes as compact JSON bytes.
+    /// Encodes as compact JSON bytes (the text of [`Message::to_json`], written without
+    /// copying the parameters).
     pub fn to_vec(&self) -> Vec<u8> {
-        self.to_json().to_string().into_bytes()
+        let mut out = Vec::new();
+        let written = match self {
+            Self::Request(r) => encode_request_into(&mut out, &r.id, &r.method, &r.params),
+            Self::Notification(n) => {
+                encode_request_into(&mut out, &Json::Null, &n.method, &n.params)
+            }
+            Self::Response(r) => serde_json::to_writer(
+                &mut out,
+                &ResponseText {
+                    id: &r.id,
+                    result: &r.result,
+                    error: &r.error,
+                },
+            ),
+        };
+        match written {
+            Ok(()) => out,
+            // Unreachable: JSON trees always encode.
+            Err(_) => self.to_json().to_string().into_bytes(),
+        }
     }
 
     /// Decodes one message from JSON bytes.
@@ -143,4 +173,63 @@ impl Message {
             error: o.get("error").cloned().unwrap_or(Json::Null),
         }))
     }
+}
+
+/// `{"method": ..., "params": ..., "id": ...}`, members in [`Message::to_json`]'s order.
+struct RequestText<'a, I: ?Sized, P: ?Sized> {
+    id: &'a I,
+    method: &'a str,
+    params: &'a P,
+}
+
+impl<I: Serialize + ?Sized, P: Serialize + ?Sized> Serialize for RequestText<'_, I, P> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("method", self.method)?;
+        map.serialize_entry("params", self.params)?;
+        map.serialize_entry("id", self.id)?;
+        map.end()
+    }
+}
+
+/// `{"id": ..., "result": ..., "error": ...}`.
+struct ResponseText<'a> {
+    id: &'a Json,
+    result: &'a Json,
+    error: &'a Json,
+}
+
+impl Serialize for ResponseText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("result", self.result)?;
+        map.serialize_entry("error", self.error)?;
+        map.end()
+    }
+}
+
+fn encode_request_into<I: Serialize + ?Sized, P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &I,
+    method: &str,
+    params: &P,
+) -> Result<(), serde_json::Error> {
+    serde_json::to_writer(out, &RequestText { id, method, params })
+}
+
+/// Encodes a request `{"method": ..., "params": ..., "id": ...}` with any serializable
+/// parameters (which should encode as a JSON array), appending the compact JSON to `out`:
+/// for requests too large to build as a JSON tree first, e.g. a `transact` of thousands of
+/// operations ([`crate::protocol::TransactParams`]).
+pub fn encode_request<I: Serialize + ?Sized, P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &I,
+    method: &str,
+    params: &P,
+) -> Result<(), MessageError> {
+    encode_request_into(out, id, method, params).map_err(|e| MessageError::Encode {
+        method: method.to_owned(),
+        reason: e.to_string(),
+    })
 }

@@ -2,6 +2,8 @@
 
 pub mod framing;
 pub mod message;
+pub mod raw;
 
-pub use framing::{FramingError, JsonSplitter};
-pub use message::{Message, MessageError, Notification, Request, Response};
+pub use framing::{Frames, FramingError, JsonSplitter};
+pub use message::{Message, MessageError, Notification, Request, Response, encode_request};
+pub use raw::{RawMessage, RawNotification, RawRequest, RawResponse};

@@ -353,6 +353,12 @@ pub enum TransactError {
         /// Why it was rejected.
         reason: &'static str,
     },
+    /// The result text is not valid JSON.
+    #[error("transact result is not valid JSON: {reason}")]
+    Json {
+        /// The parser's explanation.
+        reason: String,
+    },
     /// A returned row or UUID could not be decoded.
     #[error("operation {index}: undecodable result: {source}")]
     Value {

@@ -43,6 +43,14 @@ pub enum UpdateError {
         #[source]
         source: ValueError,
     },
+    /// The text is not valid JSON (the `*_slice` decoders).
+    #[error("{what} is not valid JSON: {reason}")]
+    Json {
+        /// Which element was being decoded, e.g. `table-updates2`.
+        what: &'static str,
+        /// The parser's explanation.
+        reason: String,
+    },
     /// The last transaction id of `update3` / `monitor_cond_since` is not a UUID.
     #[error("last transaction id is not a UUID")]
     TxnId {

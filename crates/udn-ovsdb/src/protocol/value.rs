@@ -59,19 +59,22 @@ impl Uuid {
             value: text.to_owned(),
         };
         let bytes = text.as_bytes();
-        if bytes.len() != 36 {
+        let hyphens = [8, 13, 18, 23].map(|i| bytes.get(i).copied());
+        if bytes.len() != 36 || hyphens != [Some(b'-'); 4] {
             return Err(invalid());
         }
+        let groups = [0..8, 9..13, 14..18, 19..23, 24..36].map(|range| bytes.get(range));
         let mut bits: u128 = 0;
-        for (i, b) in bytes.iter().enumerate() {
-            match i {
-                8 | 13 | 18 | 23 if *b == b'-' => {}
-                8 | 13 | 18 | 23 => return Err(invalid()),
-                _ => {
-                    let digit = char::from(*b).to_digit(16).ok_or_else(invalid)?;
-                    bits = (bits << 4) | u128::from(digit);
-                }
+        let mut bad: u8 = 0;
+        for group in groups {
+            for &b in group.unwrap_or_default() {
+                let value = HEX_VALUES[usize::from(b)];
+                bad |= value;
+                bits = (bits << 4) | u128::from(value & 0x0f);
             }
+        }
+        if bad & 0xf0 != 0 {
+            return Err(invalid());
         }
         Ok(Self(bits))
     }
@@ -85,20 +88,45 @@ impl Uuid {
     pub const fn as_u128(self) -> u128 {
         self.0
     }
+
+    /// The canonical text, lower-case 8-4-4-4-12, without allocating.
+    pub(crate) fn hyphenated(self) -> [u8; 36] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'-'; 36];
+        let mut bits = self.0;
+        // Fill from the last digit backwards, skipping the hyphens.
+        for (index, slot) in out.iter_mut().enumerate().rev() {
+            if matches!(index, 8 | 13 | 18 | 23) {
+                continue;
+            }
+            *slot = HEX.get((bits & 0xf) as usize).copied().unwrap_or(b'0');
+            bits >>= 4;
+        }
+        out
+    }
 }
+
+/// The value of each byte as a hexadecimal digit, or `0xff`.
+const HEX_VALUES: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hex = format!("{:032x}", self.0);
-        write!(
-            f,
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        let text = self.hyphenated();
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
