@@ -112,6 +112,19 @@ impl Plan {
     }
 }
 
+/// What a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// [`Engine::plan`].
+    Plan,
+    /// The plan of a reconcile pass: the units it changes are copied to verify them. Here
+    /// and in [`Pass::Verify`], the rows of units without work are freed on another thread
+    /// when they are many (the pass returns sooner).
+    Reconcile,
+    /// The verification after the apply.
+    Verify,
+}
+
 impl Engine {
     /// Plans the operations that make the units of `units` (and, with
     /// [`Scope::OwnerType`], the absence of other units of that type) true in the database
@@ -127,19 +140,19 @@ impl Engine {
         units: Vec<DesiredUnit>,
         scope: &Scope,
     ) -> Result<Plan, PlanError> {
-        Ok(self.plan_units(view, units, scope, None, false)?.0)
+        Ok(self.plan_units(view, units, scope, None, Pass::Plan)?.0)
     }
 
     /// [`Engine::plan`] with the fingerprints of `units` when known (`given`), returning
-    /// also (with `keep`) a copy of every desired unit the plan changes, with its
-    /// fingerprint, to verify after the apply.
+    /// also (for [`Pass::Reconcile`]) a copy of every desired unit the plan changes, with
+    /// its fingerprint, to verify after the apply.
     pub(crate) fn plan_units<V: OwnedRowsView>(
         &self,
         view: &V,
         mut units: Vec<DesiredUnit>,
         scope: &Scope,
         given: Option<Vec<u128>>,
-        keep: bool,
+        pass: Pass,
     ) -> Result<(Plan, Vec<(DesiredUnit, u128)>), PlanError> {
         check_keys(&units, scope)?;
         let controller = self.controller.as_str();
@@ -167,7 +180,7 @@ impl Engine {
         let stale_plans = plan_stale(view, &units, &matched, &stale);
         let work = unit_work(&diff, &stale_plans);
         let findings = findings(&units, desired, &known, &work, scope, foreign);
-        let kept = if keep {
+        let kept = if pass == Pass::Reconcile {
             keep_changed(
                 units.get(..desired).unwrap_or_default(),
                 &work,
@@ -179,7 +192,7 @@ impl Engine {
         let (unit_groups, needs) = group_units(units.len(), &diff.deps);
         let mut plan = build(
             controller,
-            (units, &work),
+            (units, &work, pass != Pass::Plan),
             diff,
             stale_plans,
             (unit_groups, needs),
@@ -202,7 +215,7 @@ fn where_uuid(uuid: Uuid) -> Vec<Condition> {
 /// Turns decisions into operations, moving the desired values into them.
 fn build(
     controller: &str,
-    (units, work): (Vec<DesiredUnit>, &[bool]),
+    (units, work, aside): (Vec<DesiredUnit>, &[bool], bool),
     diff: Diff<'_>,
     stale: Vec<StalePlan<'_>>,
     (unit_groups, needs): (Vec<Vec<u32>>, Vec<Vec<u32>>),
@@ -222,7 +235,9 @@ fn build(
             rows.push(unit.rows.into_iter().map(Some).collect());
         }
     }
-    drop_aside(unused, unused_rows);
+    if aside {
+        drop_aside(unused, unused_rows);
+    }
     let mut new_rows: Vec<Vec<u32>> = Vec::with_capacity(diff.units.len());
     let mut decisions: Vec<Vec<Option<RowDecision>>> = Vec::with_capacity(diff.units.len());
     for unit in diff.units {

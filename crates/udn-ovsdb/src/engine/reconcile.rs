@@ -11,6 +11,7 @@ use super::apply::{ApplyPolicy, ApplyReport, Transactor, UnitOutcome};
 use super::desired::{DesiredUnit, Scope};
 use super::error::PlanError;
 use super::parallel::drop_aside;
+use super::plan::Pass;
 use super::view::OwnedRowsView;
 
 impl Engine {
@@ -38,7 +39,7 @@ impl Engine {
     {
         let (plan, kept) = {
             let view = view();
-            self.plan_units(&*view, units, scope, None, true)?
+            self.plan_units(&*view, units, scope, None, Pass::Reconcile)?
         };
         let report = self.apply(transactor, &plan, policy).await;
         let ops = plan.op_count();
@@ -58,7 +59,13 @@ impl Engine {
         let units = applied.len();
         let verified = {
             let view = view();
-            self.plan_units(&*view, applied, &Scope::Units, Some(fingerprints), false)
+            self.plan_units(
+                &*view,
+                applied,
+                &Scope::Units,
+                Some(fingerprints),
+                Pass::Verify,
+            )
         };
         let controller = self.controller.as_str();
         match verified {
