@@ -11,6 +11,14 @@
 //!
 //! Versions never repeat (not across resyncs either), so an entry can only match while its
 //! finding still holds; entries are facts, and a stale one merely fails to match.
+//!
+//! A comparison also reads rows that do not carry the unit's name: rows of other units it
+//! refers to, and rows claiming one of its row ids under another name. A referred row goes
+//! only with a change to the referring row (the server drops a weak reference; a strong one
+//! holds it) or by a plan removing it, and a plan removing a row a skipped unit refers to
+//! compares that unit too. A row claiming a unit's row id under another owner name (only
+//! another writer makes one) is that name's: it goes when that unit is compared, or with
+//! [`Scope::OwnerType`](super::Scope::OwnerType) when the name is found gone.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
