@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 use udn_ovsdb::client::Client;
-use udn_ovsdb::engine::ApplyPolicy;
+use udn_ovsdb::engine::{ApplyPolicy, Engine};
 use udn_ovsdb::testing::OvsdbServer;
 use xtask::bench::nb::{TABLES, client_config, engine_columns, engine_pass};
 use xtask::bench::nb_raw::{self, Batching};
@@ -99,14 +99,27 @@ async fn engine_and_raw_write_the_same_layer3_topology() {
         .await
         .unwrap();
     let policy = ApplyPolicy::default();
-    let first = engine_pass(&client, engine_server.pid(), topology.units(), &policy)
-        .await
-        .unwrap();
+    let engine = Engine::new(CONTROLLER);
+    let first = engine_pass(
+        &engine,
+        &client,
+        engine_server.pid(),
+        || topology.units(),
+        &policy,
+    )
+    .await
+    .unwrap();
     assert_eq!(first.ops, topology.rows());
     assert_eq!(client.replica().len(), topology.rows());
-    let again = engine_pass(&client, engine_server.pid(), topology.units(), &policy)
-        .await
-        .unwrap();
+    let again = engine_pass(
+        &engine,
+        &client,
+        engine_server.pid(),
+        || topology.units(),
+        &policy,
+    )
+    .await
+    .unwrap();
     assert_eq!((again.ops, again.transactions), (0, 0));
 
     let raw_server = OvsdbServer::start_nb().unwrap();

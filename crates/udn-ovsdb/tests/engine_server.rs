@@ -21,8 +21,14 @@ use udn_ovsdb::testing::OvsdbServer;
 
 const CONTROLLER: &str = "udn-test-controller";
 
+thread_local! {
+    /// One engine per test (each test runs on a thread of its own, its runtime too), whose
+    /// clones share its memory of converged units.
+    static ENGINE: Engine = Engine::new(CONTROLLER);
+}
+
 fn engine() -> Engine {
-    Engine::new(CONTROLLER)
+    ENGINE.with(Engine::clone)
 }
 
 fn config(server: &OvsdbServer) -> ClientConfig {
@@ -157,9 +163,13 @@ fn network(name: &str, nodes: usize) -> DesiredUnit {
     )
 }
 
+/// `future`, checked to be `Send` (it may be spawned on a multi-threaded runtime).
+fn sendable<F: std::future::Future + Send>(future: F) -> F {
+    future
+}
+
 async fn reconcile(client: &Client, units: Vec<DesiredUnit>, scope: &Scope) -> ApplyReport {
-    engine()
-        .reconcile(client, units, scope, &ApplyPolicy::default())
+    sendable(engine().reconcile(client, units, scope, &ApplyPolicy::default()))
         .await
         .unwrap()
 }
@@ -248,11 +258,13 @@ async fn a_layer3_unit_is_written_shown_by_nbctl_and_reapplied_as_nothing() {
         ])
         .unwrap();
     assert_eq!(owner.trim().trim_matches('"'), CONTROLLER);
-    // Reapply: nothing planned, no transaction.
+    // Reapply: nothing planned (the unit verified by the reconcile is not compared again),
+    // no transaction.
     let plan = engine()
         .plan(&*client.replica(), vec![network("net1", 3)], &Scope::Units)
         .unwrap();
     assert!(plan.is_empty(), "{plan}");
+    assert_eq!((plan.compared_units(), plan.skipped_units()), (0, 1));
     let report = reconcile(&client, vec![network("net1", 3)], &Scope::Units).await;
     assert_eq!((report.transactions, report.ops), (0, 0));
     assert!(matches!(
@@ -277,6 +289,10 @@ async fn a_row_changed_behind_our_back_is_put_back() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();
     reconcile(&client, vec![network("net1", 2)], &Scope::Units).await;
+    let plan = engine()
+        .plan(&*client.replica(), vec![network("net1", 2)], &Scope::Units)
+        .unwrap();
+    assert_eq!(plan.skipped_units(), 1);
     server
         .nbctl(&[
             "set",
@@ -290,6 +306,7 @@ async fn a_row_changed_behind_our_back_is_put_back() {
     let plan = engine()
         .plan(&*client.replica(), vec![network("net1", 2)], &Scope::Units)
         .unwrap();
+    assert_eq!(plan.compared_units(), 1);
     let text = plan.to_string();
     assert!(
         text.contains("update Logical_Switch id=\"net1_node0\": other_config"),

@@ -317,3 +317,147 @@ fn referrers_from_scalar_and_map_reference_columns() {
     assert_eq!(r.referrers(&u(P1)), vec![]);
     assert_eq!(r.referrers(&u(P2)), holder("one"));
 }
+
+const OWNER: &str = "k8s.ovn.org/owner";
+
+/// Versions of owner names `x` and `y` and of a name never seen.
+fn versions(r: &Replica) -> [Option<u64>; 3] {
+    [
+        r.version(OWNER, "x"),
+        r.version(OWNER, "y"),
+        r.version(OWNER, "never"),
+    ]
+}
+
+#[test]
+fn owner_versions_move_on_every_change_of_a_row_carrying_the_owner() {
+    let mut r = replica(&[OWNER, "k8s.ovn.org/network"]);
+    assert_eq!(r.versioned_key(), Some(OWNER));
+    assert_eq!(r.version("k8s.ovn.org/network", "blue"), None);
+    let [x0, y0, never0] = versions(&r);
+    assert!(x0.is_some() && x0 == y0 && y0 == never0);
+    r.apply(&v2(&initial())).unwrap();
+    let [x1, y1, never1] = versions(&r);
+    assert_ne!(x1, x0, "insert");
+    assert_eq!(
+        (y1, never1),
+        (y0, never0),
+        "untouched names keep their version"
+    );
+    let mut seen = vec![x0, x1];
+    let mut step = |r: &mut Replica, update: Json, x_moves: bool, y_moves: bool, what: &str| {
+        let [x_before, y_before, never] = versions(r);
+        r.apply(&v2(&update)).unwrap();
+        let [x, y, never_after] = versions(r);
+        assert_eq!(x != x_before, x_moves, "{what}: x");
+        assert_eq!(y != y_before, y_moves, "{what}: y");
+        assert_eq!(never, never_after, "{what}");
+        let moved: Vec<Option<u64>> = [(x_moves, x), (y_moves, y)]
+            .into_iter()
+            .filter_map(|(moved, v)| moved.then_some(v))
+            .collect();
+        assert!(
+            moved.iter().all(|v| !seen.contains(v)),
+            "{what}: a version came back"
+        );
+        seen.extend(moved);
+    };
+    // Any column of a row carrying x, also one far from external_ids (a reference the server
+    // drops, as for a weak reference to a deleted row).
+    step(
+        &mut r,
+        json!({"Logical_Switch": {LS: {"modify": {"name": "sw2"}}}}),
+        true,
+        false,
+        "name",
+    );
+    step(
+        &mut r,
+        json!({"Logical_Switch": {LS: {"modify": {"acls": ["uuid", ACL]}}}}),
+        true,
+        false,
+        "reference dropped",
+    );
+    // A row of another owner: x keeps its version.
+    step(
+        &mut r,
+        json!({"Logical_Switch_Port": {P1: {"modify": {"name": "p1b"}}}}),
+        false,
+        false,
+        "unowned",
+    );
+    // The owner stamp moves from x to y: both move, once for one update.
+    step(
+        &mut r,
+        json!({"Logical_Switch": {LS: {"modify": {"external_ids": ["map", [["k8s.ovn.org/owner", "y"]]]}}}}),
+        true,
+        true,
+        "owner changed",
+    );
+    // A row inserted with y's stamp (e.g. a duplicate), then y's rows deleted.
+    step(
+        &mut r,
+        json!({"Logical_Switch_Port": {P3: {"insert": {"name": "p3", "external_ids": ["map", [["k8s.ovn.org/owner", "y"]]]}}}}),
+        false,
+        true,
+        "inserted",
+    );
+    step(
+        &mut r,
+        json!({"Logical_Switch_Port": {P3: {"delete": null}}}),
+        false,
+        true,
+        "deleted",
+    );
+    // One update touching x and y twice stamps both with one version.
+    r.apply(&v2(&json!({
+        "Logical_Switch": {LS: {"modify": {"external_ids": ["map", [["k8s.ovn.org/owner", "x"]]]}}},
+        "Logical_Switch_Port": {P2: {"modify": {"external_ids": ["map", [["k8s.ovn.org/owner", "y"]]]}}},
+    })))
+    .unwrap();
+    let [x, y, _] = versions(&r);
+    assert_eq!(x, y);
+    // A full resync: every name, seen or not, gets a version never handed out before.
+    r.clear();
+    let [x2, y2, never2] = versions(&r);
+    assert!(x2 == y2 && y2 == never2);
+    assert!(!seen.contains(&x2) && x2 != x);
+    // Another replica (the client replaces its replica on a full resync) never repeats one.
+    let other = replica(&[OWNER]);
+    assert_ne!(other.version(OWNER, "x"), x2);
+    // Without the owner key indexed nothing is versioned, unless asked for.
+    assert_eq!(replica(&[]).version(OWNER, "x"), None);
+    let custom = replica(&[]).with_versioned_key(Some("k8s.ovn.org/network"));
+    assert!(custom.version("k8s.ovn.org/network", "blue").is_some());
+}
+
+#[test]
+fn indexed_values_list_the_distinct_values_present() {
+    let mut r = replica(&[OWNER]);
+    assert!(
+        r.indexed_values("Logical_Switch", "k8s.ovn.org/network")
+            .is_none()
+    );
+    let listed = |r: &Replica, table: &str| {
+        let mut values: Vec<String> = r
+            .indexed_values(table, OWNER)
+            .unwrap()
+            .map(str::to_owned)
+            .collect();
+        values.sort();
+        values
+    };
+    assert!(listed(&r, "Logical_Switch").is_empty());
+    r.apply(&v2(&initial())).unwrap();
+    r.apply(&v2(&json!({"Logical_Switch_Port": {
+        P1: {"modify": {"external_ids": ["map", [["k8s.ovn.org/owner", "x"]]]}},
+        P3: {"insert": {"name": "p3", "external_ids": ["map", [["k8s.ovn.org/owner", "z"]]]}},
+    }})))
+    .unwrap();
+    assert_eq!(listed(&r, "Logical_Switch"), vec!["x"]);
+    assert_eq!(listed(&r, "Logical_Switch_Port"), vec!["x", "z"]);
+    r.apply(&v2(&json!({"Logical_Switch_Port": {P3: {"delete": null}}})))
+        .unwrap();
+    assert_eq!(listed(&r, "Logical_Switch_Port"), vec!["x"]);
+    assert!(listed(&r, "ACL").is_empty());
+}

@@ -29,6 +29,14 @@ impl OwnedRowsView for Replica {
     fn referrers(&self, target: &Uuid) -> Vec<(String, Uuid, String)> {
         Replica::referrers(self, target)
     }
+
+    fn version(&self, key: &str, value: &str) -> Option<u64> {
+        Replica::version(self, key, value)
+    }
+
+    fn values(&self, table: &str, key: &str) -> Option<Vec<&str>> {
+        Some(self.indexed_values(table, key)?.collect())
+    }
 }
 
 impl Transactor for Client {
@@ -45,8 +53,11 @@ impl Transactor for Client {
 }
 
 impl Engine {
-    /// Plans `units` against the client's replica and applies the plan: one reconcile pass.
-    /// Call after [`Client::wait_synced`] so the replica is current.
+    /// One reconcile pass against the client's replica: plan, apply, verify the units
+    /// applied (see [`Engine::reconcile_with`]). Call after [`Client::wait_synced`] so the
+    /// replica is current. Use the same engine (or clones) for every pass: it remembers the
+    /// units it verified, and a pass with an unchanged desired state and database then
+    /// costs O(units).
     pub async fn reconcile(
         &self,
         client: &Client,
@@ -54,10 +65,7 @@ impl Engine {
         scope: &Scope,
         policy: &ApplyPolicy,
     ) -> Result<ApplyReport, PlanError> {
-        let plan = {
-            let replica = client.replica();
-            self.plan(&*replica, units, scope)?
-        };
-        Ok(self.apply(client, &plan, policy).await)
+        self.reconcile_with(client, || client.replica(), units, scope, policy)
+            .await
     }
 }

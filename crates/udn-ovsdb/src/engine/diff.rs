@@ -74,6 +74,9 @@ pub(crate) struct Diff<'v> {
     /// New rows strongly referenced by a desired row.
     pub(crate) referenced: FastSet<RowPos>,
     pub(crate) outside: Vec<OutsideRef>,
+    /// Skipped units a compared unit needs compared after all (one of their rows, which
+    /// should exist, does not).
+    pub(crate) unskip: Vec<u32>,
 }
 
 /// What deciding a range of units found.
@@ -85,6 +88,7 @@ struct Decided<'v> {
     outside: Vec<OutsideRef>,
     /// Rows of other units located on demand (cross-unit references).
     elsewhere: FastMap<RowPos, Loc<'v>>,
+    unskip: Vec<u32>,
 }
 
 /// Everything the diff looks things up in.
@@ -93,6 +97,8 @@ pub(crate) struct Lookup<'a, 'v, V> {
     pub(crate) controller: &'a str,
     pub(crate) units: &'a [DesiredUnit],
     pub(crate) index: RowIndex<'a>,
+    /// Units not compared (known converged): no decisions, their rows located on demand.
+    pub(crate) skipped: &'a [bool],
 }
 
 /// Desired rows by (table, row id).
@@ -146,7 +152,16 @@ struct RowCtx<'r> {
 impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
     /// Locates and decides every desired row.
     pub(crate) fn diff(&self) -> Result<Diff<'v>, PlanError> {
-        let weights: Vec<usize> = self.units.iter().map(|u| u.rows.len()).collect();
+        let weights: Vec<usize> = (0..)
+            .zip(self.units)
+            .map(|(u, unit)| {
+                if self.skipped.get(u).copied().unwrap_or(false) {
+                    0
+                } else {
+                    unit.rows.len()
+                }
+            })
+            .collect();
         let ranges = split(&weights, workers(weights.iter().sum()));
         let mut diff = Diff::default();
         for part in map_ranges(&ranges, |range| self.decide_units(range)) {
@@ -155,9 +170,12 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
             diff.deps.extend(part.deps);
             diff.referenced.extend(part.referenced);
             diff.outside.extend(part.outside);
+            diff.unskip.extend(part.unskip);
         }
         diff.deps.sort_unstable();
         diff.deps.dedup();
+        diff.unskip.sort_unstable();
+        diff.unskip.dedup();
         Ok(diff)
     }
 
@@ -165,6 +183,10 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
         let mut decided = Decided::default();
         let units = self.units.get(range.clone()).unwrap_or_default();
         for (u, unit) in (0u32..).skip(range.start).zip(units) {
+            if self.skipped.get(u as usize).copied().unwrap_or(false) {
+                decided.units.push(UnitDiff::default());
+                continue;
+            }
             let mut found = UnitDiff {
                 locs: Vec::with_capacity(unit.rows.len()),
                 decisions: Vec::with_capacity(unit.rows.len()),
@@ -343,6 +365,9 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
                 .entry((u, r))
                 .or_insert_with(|| locate_row(self.view, self.controller, table, id, None).0)
         };
+        if loc == Loc::New && self.skipped.get(u as usize).copied().unwrap_or(false) {
+            decided.unskip.push(u);
+        }
         Ok(match loc {
             Loc::Existing { uuid, .. } => Atom::Uuid(uuid),
             Loc::New => {

@@ -3,8 +3,11 @@
 //! scope that no desired row is (stale), found through the owner stamps without reading
 //! the rows that are desired.
 
+use std::collections::BTreeSet;
+
+use super::converged::Converged;
 use super::desired::{DesiredUnit, Scope, UnitKey};
-use super::hasher::FastMap;
+use super::hasher::{FastMap, FastSet};
 use super::parallel::{map_ranges, split_even, workers};
 use super::stamps::{EXTERNAL_IDS, ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, Stamp, owned_by};
 use super::validate::is_ownable;
@@ -114,76 +117,134 @@ pub(crate) fn locate_row<'v, V: OwnedRowsView>(
 /// order.
 pub(crate) type Unmatched<'v> = (Vec<Vec<OwnedRow<'v>>>, Vec<(UnitKey, Vec<OwnedRow<'v>>)>);
 
-/// The owned rows of the units in scope that are not `matched` (by a desired row).
+/// Names of the scope's owner type present in the database that own none of our rows of
+/// that type, with their versions (see [`Converged`]).
+pub(crate) type Foreign = Vec<(UnitKey, u64)>;
+
+/// The owned rows of the compared units (`skipped` ones have none: they are converged) that
+/// are not `matched` (by a desired row); with [`Scope::OwnerType`], also the units no
+/// longer desired and the names owning none of our rows.
 pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
     view: &'v V,
-    controller: &str,
+    (controller, converged): (&str, &Converged),
     units: &[DesiredUnit],
+    skipped: &[bool],
     scope: &Scope,
     matched: &FastMap<Uuid, (u32, u32)>,
-) -> Unmatched<'v> {
+) -> (Unmatched<'v>, Foreign) {
     let tables = ownable_tables(view);
-    match scope {
-        Scope::Units => {
-            let ranges = split_even(units.len(), workers(units.len() * 100));
-            let per_unit = map_ranges(&ranges, |range| {
-                units
-                    .get(range)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|unit| unmatched_of_unit(view, controller, &tables, &unit.key, matched))
-                    .collect::<Vec<_>>()
+    let compared = units
+        .iter()
+        .enumerate()
+        .filter(|(u, _)| !skipped.get(*u).copied().unwrap_or(false))
+        .count();
+    let ranges = split_even(units.len(), workers(compared * 100));
+    let per_unit = map_ranges(&ranges, |range| {
+        let start = range.start;
+        units
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, unit)| {
+                if skipped.get(start + i).copied().unwrap_or(false) {
+                    Vec::new()
+                } else {
+                    unmatched_of_unit(view, controller, &tables, &unit.key, matched)
+                }
             })
-            .into_iter()
-            .flatten()
-            .collect();
-            (per_unit, Vec::new())
-        }
-        Scope::OwnerType(owner_type) => {
-            unmatched_of_type(view, controller, units, &tables, owner_type, matched)
-        }
-    }
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    let Scope::OwnerType(owner_type) = scope else {
+        return ((per_unit, Vec::new()), Vec::new());
+    };
+    let (gone, foreign) = gone_units(
+        view,
+        (controller, converged),
+        units,
+        &tables,
+        owner_type,
+        matched,
+    );
+    ((per_unit, gone), foreign)
 }
 
-/// The unmatched owned rows of `owner_type`, grouped by unit.
-fn unmatched_of_type<'v, V: OwnedRowsView>(
+/// The units of `owner_type` in the database that are not desired, with their rows, in
+/// name order; and the names present that own none of our rows of that type. Candidates
+/// are the distinct owner names the view lists (no row read), else the owners of the rows of
+/// the type; a name known to own none of ours at its current version is not read again.
+fn gone_units<'v, V: OwnedRowsView>(
     view: &'v V,
-    controller: &str,
+    (controller, converged): (&str, &Converged),
     units: &[DesiredUnit],
     tables: &[&'v str],
     owner_type: &str,
     matched: &FastMap<Uuid, (u32, u32)>,
-) -> Unmatched<'v> {
-    let mut position: FastMap<&str, usize> = units
-        .iter()
-        .enumerate()
-        .map(|(i, unit)| (unit.key.name.as_str(), i))
-        .collect();
-    let mut per_unit: Vec<Vec<OwnedRow<'v>>> = vec![Vec::new(); units.len()];
-    let mut gone: Vec<&'v str> = Vec::new();
+) -> (Vec<(UnitKey, Vec<OwnedRow<'v>>)>, Foreign) {
+    let desired: FastSet<&str> = units.iter().map(|unit| unit.key.name.as_str()).collect();
+    let mut names: BTreeSet<&'v str> = BTreeSet::new();
     for table in tables {
+        if let Some(values) = view.values(table, OWNER_KEY) {
+            names.extend(values.into_iter().filter(|name| !desired.contains(name)));
+            continue;
+        }
         for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
-            if matched.contains_key(&uuid) {
-                continue;
+            let owner = view
+                .row(table, &uuid)
+                .and_then(|row| owned_by(row, controller))
+                .filter(|stamps| stamps.owner_type == Some(owner_type))
+                .and_then(|stamps| stamps.owner);
+            if let Some(owner) = owner.filter(|owner| !desired.contains(owner)) {
+                names.insert(owner);
             }
+        }
+    }
+    let mut gone = Vec::new();
+    let mut foreign = Vec::new();
+    for name in names {
+        let key = UnitKey::new(owner_type, name);
+        let version = view.version(OWNER_KEY, name);
+        if converged.is_foreign(&key, version) {
+            foreign.extend(version.map(|v| (key, v)));
+            continue;
+        }
+        let (ours, rows) = rows_of_name(view, controller, tables, (owner_type, name), matched);
+        if !rows.is_empty() {
+            gone.push((key, rows));
+        } else if !ours {
+            foreign.extend(version.map(|v| (key, v)));
+        }
+    }
+    (gone, foreign)
+}
+
+/// Our rows of `owner_type` owned by `name` that no desired row is, and whether it owns any
+/// of ours at all.
+fn rows_of_name<'v, V: OwnedRowsView>(
+    view: &'v V,
+    controller: &str,
+    tables: &[&'v str],
+    (owner_type, name): (&str, &str),
+    matched: &FastMap<Uuid, (u32, u32)>,
+) -> (bool, Vec<OwnedRow<'v>>) {
+    let mut ours = false;
+    let mut rows = Vec::new();
+    for table in tables {
+        for uuid in view.find(table, OWNER_KEY, name) {
             let Some(row) = view.row(table, &uuid) else {
                 continue;
             };
             let Some(stamps) = owned_by(row, controller) else {
                 continue;
             };
-            let Some(owner) = stamps
-                .owner
-                .filter(|_| stamps.owner_type == Some(owner_type))
-            else {
+            if stamps.owner_type != Some(owner_type) || stamps.owner != Some(name) {
                 continue;
-            };
-            let at = *position.entry(owner).or_insert_with(|| {
-                gone.push(owner);
-                per_unit.push(Vec::new());
-                per_unit.len() - 1
-            });
-            if let Some(rows) = per_unit.get_mut(at) {
+            }
+            ours = true;
+            if !matched.contains_key(&uuid) {
                 rows.push(OwnedRow {
                     table,
                     uuid,
@@ -193,16 +254,7 @@ fn unmatched_of_type<'v, V: OwnedRowsView>(
             }
         }
     }
-    // Units found only in the database, in name order.
-    let first_gone = units.len();
-    let mut found: Vec<(&'v str, Vec<OwnedRow<'v>>)> =
-        gone.into_iter().zip(per_unit.drain(first_gone..)).collect();
-    found.sort_by(|a, b| a.0.cmp(b.0));
-    let gone = found
-        .into_iter()
-        .map(|(name, rows)| (UnitKey::new(owner_type, name), rows))
-        .collect();
-    (per_unit, gone)
+    (ours, rows)
 }
 
 fn unmatched_of_unit<'v, V: OwnedRowsView>(

@@ -18,6 +18,20 @@ pub(crate) fn workers(rows: usize) -> usize {
     thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS))
 }
 
+/// Drops `value`, which holds `rows` desired rows (or operations), on a thread of its own
+/// when they are many (freeing their many small allocations costs about as much as
+/// planning them), else here.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T, rows: usize) {
+    if rows < PARALLEL_FROM_ROWS {
+        drop(value);
+        return;
+    }
+    // Should the thread not start, the closure and the value are dropped here.
+    let _detached = thread::Builder::new()
+        .name("udn-plan-drop".to_owned())
+        .spawn(move || drop(value));
+}
+
 /// Splits items of the given weights into at most `parts` contiguous, non-empty ranges of
 /// similar total weight.
 pub(crate) fn split(weights: &[usize], parts: usize) -> Vec<Range<usize>> {

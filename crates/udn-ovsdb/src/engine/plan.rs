@@ -3,15 +3,18 @@
 //! data.
 
 use super::Engine;
+use super::compare::{Compared, check_outside, check_referenced, compare};
 use super::desired::{DesiredRow, DesiredUnit, Scope, UnitKey};
-use super::diff::{Diff, Lookup, RowDecision, RowPos, UnitDiff, index_rows};
+use super::diff::{Diff, RowDecision, RowPos, UnitDiff};
 use super::error::{PlanError, RowAt};
 use super::hasher::FastMap;
 use super::order::{group_units, topological};
-use super::owned::{Loc, OwnedRow, new_row_name, unmatched_rows};
-use super::stale::{Removal, Stale, StalePlan, plan_stale};
+use super::owned::{Loc, new_row_name};
+use super::parallel::drop_aside;
+use super::skip::{findings, keep_changed, unit_work};
+use super::stale::{Removal, StalePlan, plan_stale};
 use super::stamps::{EXTERNAL_IDS, Stamp};
-use super::validate::check_units;
+use super::validate::check_keys;
 use super::view::OwnedRowsView;
 use crate::protocol::{
     Atom, Condition, ConditionFunction, Mutation, Mutator, Operation, Row, Uuid, Value,
@@ -24,6 +27,10 @@ use crate::protocol::{
 pub struct Plan {
     pub(crate) units: Vec<UnitKey>,
     pub(crate) groups: Vec<Group>,
+    /// Desired units compared with the database.
+    pub(crate) compared: usize,
+    /// Desired units not compared: known converged.
+    pub(crate) skipped: usize,
 }
 
 /// Units that must share a transaction (usually one), with their operations in order.
@@ -85,6 +92,18 @@ impl Plan {
         })
     }
 
+    /// How many desired units were compared with the database (the others were skipped).
+    pub fn compared_units(&self) -> usize {
+        self.compared
+    }
+
+    /// How many desired units were not compared: the engine had found them with nothing to
+    /// do at the same desired rows, and nothing they own changed since (their owner name's
+    /// [`OwnedRowsView::version`] is the same). They are in the plan, with no operations.
+    pub fn skipped_units(&self) -> usize {
+        self.skipped
+    }
+
     /// The operations of one unit, in order.
     pub fn unit_operations<'p>(&'p self, unit: &'p UnitKey) -> impl Iterator<Item = &'p Operation> {
         self.operations()
@@ -93,125 +112,96 @@ impl Plan {
     }
 }
 
+/// What a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// [`Engine::plan`].
+    Plan,
+    /// The plan of a reconcile pass: the units it changes are copied to verify them. Here
+    /// and in [`Pass::Verify`], the rows of units without work are freed on another thread
+    /// when they are many (the pass returns sooner).
+    Reconcile,
+    /// The verification after the apply.
+    Verify,
+}
+
 impl Engine {
     /// Plans the operations that make the units of `units` (and, with
     /// [`Scope::OwnerType`], the absence of other units of that type) true in the database
     /// `view` shows. Pure: reads the view, returns data.
+    ///
+    /// A unit this engine (or a clone) found with nothing to do at the same desired rows and
+    /// the same [`OwnedRowsView::version`] of its owner name is not compared again (see
+    /// [`Plan::skipped_units`]); a unit compared and found with nothing to do is remembered
+    /// as such. Nothing is remembered from a plan that fails.
     pub fn plan<V: OwnedRowsView>(
+        &self,
+        view: &V,
+        units: Vec<DesiredUnit>,
+        scope: &Scope,
+    ) -> Result<Plan, PlanError> {
+        Ok(self.plan_units(view, units, scope, None, Pass::Plan)?.0)
+    }
+
+    /// [`Engine::plan`] with the fingerprints of `units` when known (`given`), returning
+    /// also (for [`Pass::Reconcile`]) a copy of every desired unit the plan changes, with
+    /// its fingerprint, to verify after the apply.
+    pub(crate) fn plan_units<V: OwnedRowsView>(
         &self,
         view: &V,
         mut units: Vec<DesiredUnit>,
         scope: &Scope,
-    ) -> Result<Plan, PlanError> {
-        check_units(view.schema(), &mut units, scope)?;
-        let diff = Lookup {
+        given: Option<Vec<u128>>,
+        pass: Pass,
+    ) -> Result<(Plan, Vec<(DesiredUnit, u128)>), PlanError> {
+        check_keys(&units, scope)?;
+        let controller = self.controller.as_str();
+        let mut known = self.converged.known(view, controller, &units, given);
+        let Compared {
+            mut diff,
+            matched,
+            stale,
+            gone,
+            foreign,
+        } = compare(
             view,
-            controller: &self.controller,
-            units: &units,
-            index: index_rows(&units)?,
-        }
-        .diff()?;
-        let matched = matched_rows(&diff);
-        let (unmatched, gone) = unmatched_rows(view, &self.controller, &units, scope, &matched);
-        let mut diff = diff;
-        for (key, _) in &gone {
-            units.push(DesiredUnit::new(key.clone()));
+            (controller, &self.converged),
+            &mut units,
+            scope,
+            &mut known,
+        )?;
+        let desired = units.len();
+        for key in gone {
+            units.push(DesiredUnit::new(key));
             diff.units.push(UnitDiff::default());
         }
-        let stale = stale_rows(&diff, unmatched, gone);
         check_outside(&units, &diff, &stale)?;
         check_referenced(view, &units, &diff)?;
         let stale_plans = plan_stale(view, &units, &matched, &stale);
+        let work = unit_work(&diff, &stale_plans);
+        let findings = findings(&units, desired, &known, &work, scope, foreign);
+        let kept = if pass == Pass::Reconcile {
+            keep_changed(
+                units.get(..desired).unwrap_or_default(),
+                &work,
+                &known.fingerprints,
+            )
+        } else {
+            Vec::new()
+        };
         let (unit_groups, needs) = group_units(units.len(), &diff.deps);
-        build(
-            &self.controller,
-            units,
+        let mut plan = build(
+            controller,
+            (units, &work, pass != Pass::Plan),
             diff,
             stale_plans,
             (unit_groups, needs),
-        )
+        )?;
+        plan.skipped = known.skipped_count();
+        plan.compared = desired - plan.skipped;
+        self.converged.record(findings);
+        Ok((plan, kept))
     }
-}
-
-/// Existing rows that desired rows are, by position.
-fn matched_rows(diff: &Diff<'_>) -> FastMap<Uuid, RowPos> {
-    let mut matched = FastMap::default();
-    for (u, unit) in (0u32..).zip(&diff.units) {
-        for (r, loc) in (0u32..).zip(&unit.locs) {
-            if let Loc::Existing { uuid, .. } = loc {
-                matched.insert(*uuid, (u, r));
-            }
-        }
-    }
-    matched
-}
-
-/// The owned rows to remove: unmatched rows of units in scope and duplicates of desired
-/// rows, each once.
-fn stale_rows<'v>(
-    diff: &Diff<'v>,
-    unmatched: Vec<Vec<OwnedRow<'v>>>,
-    gone: Vec<(UnitKey, Vec<OwnedRow<'v>>)>,
-) -> Stale<'v> {
-    let mut stale = Stale::default();
-    let per_unit = unmatched
-        .into_iter()
-        .chain(gone.into_iter().map(|(_, rows)| rows));
-    for (rows, unit) in per_unit.zip(&diff.units) {
-        let mut kept = Vec::with_capacity(rows.len() + unit.duplicates.len());
-        for row in rows.into_iter().chain(unit.duplicates.iter().copied()) {
-            if stale.all.insert(row.uuid) {
-                kept.push(row);
-            }
-        }
-        stale.per_unit.push(kept);
-    }
-    stale
-}
-
-/// References to rows outside the plan must not target rows the plan deletes.
-fn check_outside(
-    units: &[DesiredUnit],
-    diff: &Diff<'_>,
-    stale: &Stale<'_>,
-) -> Result<(), PlanError> {
-    let Some(bad) = diff.outside.iter().find(|o| stale.all.contains(&o.uuid)) else {
-        return Ok(());
-    };
-    let (u, r) = bad.at;
-    let unit = units.get(u as usize);
-    let row = unit.and_then(|unit| unit.rows.get(r as usize));
-    Err(PlanError::DanglingRef {
-        at: RowAt::boxed(
-            unit.map(|unit| unit.key.clone())
-                .unwrap_or_else(|| UnitKey::new("", "")),
-            row.map(|row| row.table.clone()).unwrap_or_default(),
-            row.map(|row| row.id.clone()).unwrap_or_default(),
-        ),
-        column: bad.column.clone(),
-        target: bad.target.clone(),
-    })
-}
-
-/// Every new row of a non-root table must be strongly referenced by a desired row, or the
-/// server collects it at once.
-fn check_referenced(
-    view: &impl OwnedRowsView,
-    units: &[DesiredUnit],
-    diff: &Diff<'_>,
-) -> Result<(), PlanError> {
-    let schema = view.schema();
-    for ((u, unit), found) in (0u32..).zip(units).zip(&diff.units) {
-        for ((r, row), loc) in (0u32..).zip(&unit.rows).zip(&found.locs) {
-            let root = schema.table(&row.table).is_none_or(|t| t.is_root);
-            if *loc == Loc::New && !root && !diff.referenced.contains(&(u, r)) {
-                return Err(PlanError::Unreferenced {
-                    at: RowAt::boxed(unit.key.clone(), row.table.clone(), row.id.clone()),
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 fn where_uuid(uuid: Uuid) -> Vec<Condition> {
@@ -225,16 +215,28 @@ fn where_uuid(uuid: Uuid) -> Vec<Condition> {
 /// Turns decisions into operations, moving the desired values into them.
 fn build(
     controller: &str,
-    units: Vec<DesiredUnit>,
+    (units, work, aside): (Vec<DesiredUnit>, &[bool], bool),
     diff: Diff<'_>,
     stale: Vec<StalePlan<'_>>,
     (unit_groups, needs): (Vec<Vec<u32>>, Vec<Vec<u32>>),
 ) -> Result<Plan, PlanError> {
     let mut keys = Vec::with_capacity(units.len());
     let mut rows: Vec<Vec<Option<DesiredRow>>> = Vec::with_capacity(units.len());
-    for unit in units {
+    let mut unused = Vec::new();
+    let mut unused_rows = 0;
+    for (u, unit) in units.into_iter().enumerate() {
         keys.push(unit.key);
-        rows.push(unit.rows.into_iter().map(Some).collect());
+        // Rows of units without work (skipped or converged) give no operations.
+        if !work.get(u).copied().unwrap_or(true) {
+            unused_rows += unit.rows.len();
+            unused.push(unit.rows);
+            rows.push(Vec::new());
+        } else {
+            rows.push(unit.rows.into_iter().map(Some).collect());
+        }
+    }
+    if aside {
+        drop_aside(unused, unused_rows);
     }
     let mut new_rows: Vec<Vec<u32>> = Vec::with_capacity(diff.units.len());
     let mut decisions: Vec<Vec<Option<RowDecision>>> = Vec::with_capacity(diff.units.len());
@@ -276,6 +278,8 @@ fn build(
     Ok(Plan {
         units: keys,
         groups,
+        compared: 0,
+        skipped: 0,
     })
 }
 

@@ -23,15 +23,10 @@ pub(crate) fn is_ownable(table: &TableSchema) -> bool {
     })
 }
 
-/// Checks every unit and row, normalizing values in place (the ownership stamps are added
-/// when rows are written).
-pub(crate) fn check_units(
-    schema: &DbSchema,
-    units: &mut [DesiredUnit],
-    scope: &Scope,
-) -> Result<(), PlanError> {
+/// Checks the unit keys: each given once, each of the scope's owner type.
+pub(crate) fn check_keys(units: &[DesiredUnit], scope: &Scope) -> Result<(), PlanError> {
     let mut seen: HashSet<&UnitKey> = HashSet::with_capacity(units.len());
-    for unit in units.iter() {
+    for unit in units {
         if let Scope::OwnerType(owner_type) = scope
             && unit.key.owner_type != *owner_type
         {
@@ -46,9 +41,26 @@ pub(crate) fn check_units(
             });
         }
     }
-    let weights: Vec<usize> = units.iter().map(|u| u.rows.len()).collect();
+    Ok(())
+}
+
+/// Checks every row of the units `check` selects, normalizing values in place (the
+/// ownership stamps are added when rows are written). Units not selected were checked by
+/// an earlier plan with the same content and schema.
+pub(crate) fn check_rows(
+    schema: &DbSchema,
+    units: &mut [DesiredUnit],
+    check: &[bool],
+) -> Result<(), PlanError> {
+    let mut selected: Vec<&mut DesiredUnit> = units
+        .iter_mut()
+        .zip(check)
+        .filter(|(_, c)| **c)
+        .map(|(unit, _)| unit)
+        .collect();
+    let weights: Vec<usize> = selected.iter().map(|u| u.rows.len()).collect();
     let ranges = split(&weights, workers(weights.iter().sum()));
-    map_chunks_mut(units, &ranges, |chunk| {
+    map_chunks_mut(&mut selected, &ranges, |chunk| {
         for unit in chunk {
             for row in &mut unit.rows {
                 check_row(schema, &unit.key, row)?;

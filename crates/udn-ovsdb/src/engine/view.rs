@@ -18,4 +18,24 @@ pub trait OwnedRowsView: Sync {
     fn find(&self, table: &str, key: &str, value: &str) -> Vec<Uuid>;
     /// Every row holding a reference to `target`: (table, row, column).
     fn referrers(&self, target: &Uuid) -> Vec<(String, Uuid, String)>;
+    /// The change version of the rows whose `external_ids` map `key` to `value` (the engine
+    /// asks for [`super::OWNER_KEY`]): it must change whenever such a row, in any table, is
+    /// inserted, modified (any column) or deleted, or gains or loses the pair, and never
+    /// come back to a value it had (also not after a reload, or with another schema: the
+    /// engine does not check a skipped unit against the schema again). The engine skips
+    /// comparing a unit whose desired rows and
+    /// version are those of a comparison that found nothing to do. `None` (the default):
+    /// not tracked, every unit is compared.
+    fn version(&self, key: &str, value: &str) -> Option<u64> {
+        let _ = (key, value);
+        None
+    }
+    /// The distinct values `key` has in the `external_ids` of the rows of `table` (the
+    /// engine asks for [`super::OWNER_KEY`], to find units no longer desired), when the view
+    /// can list them without reading every row; `None` (the default): it cannot, and the
+    /// engine reads the rows of the owner type instead.
+    fn values(&self, table: &str, key: &str) -> Option<Vec<&str>> {
+        let _ = (table, key);
+        None
+    }
 }

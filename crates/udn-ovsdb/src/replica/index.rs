@@ -49,6 +49,20 @@ impl ExternalIdsIndex {
         )
     }
 
+    /// The distinct values of `key` in the rows of `table` (`None` when `key` is not
+    /// indexed).
+    pub(crate) fn values(&self, table: &str, key: &str) -> Option<impl Iterator<Item = &str>> {
+        if !self.is_indexed(key) {
+            return None;
+        }
+        let values = self.rows.get(table).and_then(|keys| keys.get(key));
+        Some(
+            values
+                .into_iter()
+                .flat_map(|v| v.keys().map(String::as_str)),
+        )
+    }
+
     /// Adds `row` of `table` under the indexed keys of its `external_ids` value.
     pub(crate) fn add(&mut self, table: &str, row: Uuid, external_ids: &Value) {
         for (key, value) in string_pairs(external_ids) {

@@ -9,6 +9,7 @@
 
 mod index;
 mod modify;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::protocol::{Row, RowUpdate, TableUpdates, Uuid, Value};
 use crate::schema::{DbSchema, SchemaError, TableSchema};
 
 use index::{EXTERNAL_IDS, ExternalIdsIndex, ReferenceIndex, string_pairs};
+use versions::{Stamp, Versions};
 
 /// An update that does not fit the replica.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -53,26 +55,62 @@ pub struct Replica {
     tables: BTreeMap<String, BTreeMap<Uuid, Row>>,
     external_ids: ExternalIdsIndex,
     references: ReferenceIndex,
+    versions: Versions,
 }
 
 impl Replica {
     /// An empty replica of the tables and columns of `schema`, indexing rows by the
-    /// `external_ids` keys `indexed_keys`.
+    /// `external_ids` keys `indexed_keys`. When they include the engine's owner key
+    /// ([`crate::engine::OWNER_KEY`]), its values are versioned (see [`Replica::version`]).
     pub fn new(schema: Arc<DbSchema>, indexed_keys: &[&str]) -> Self {
         let references = ReferenceIndex::new(&schema);
+        let versioned = indexed_keys
+            .contains(&crate::engine::OWNER_KEY)
+            .then_some(crate::engine::OWNER_KEY);
         Self {
             schema,
             tables: BTreeMap::new(),
             external_ids: ExternalIdsIndex::new(indexed_keys),
             references,
+            versions: Versions::new(versioned),
         }
     }
 
-    /// Removes every row.
+    /// This replica with the values of `external_ids` key `key` versioned instead (`None`:
+    /// none). Call before loading rows: values already present are not versioned anew.
+    #[must_use]
+    pub fn with_versioned_key(mut self, key: Option<&str>) -> Self {
+        self.versions = Versions::new(key);
+        self
+    }
+
+    /// Removes every row. Every value of the versioned key gets a new version.
     pub fn clear(&mut self) {
         self.tables.clear();
         self.external_ids.clear();
         self.references.clear();
+        self.versions.clear();
+    }
+
+    /// The change version of the rows whose `external_ids` map `key` to `value`, when `key`
+    /// is the versioned key (else `None`). It changes whenever such a row, in any table, is
+    /// inserted, modified (any column) or deleted, or gains or loses the pair, at most once
+    /// per [`Replica::apply`] call, and never takes a value it had before, in this replica
+    /// or any other of the process (also not after [`Replica::clear`]): an unchanged
+    /// version means that none of these rows changed.
+    pub fn version(&self, key: &str, value: &str) -> Option<u64> {
+        self.versions.get(key, value)
+    }
+
+    /// The versioned `external_ids` key, if any.
+    pub fn versioned_key(&self) -> Option<&str> {
+        self.versions.key()
+    }
+
+    /// The distinct values the indexed `external_ids` key `key` has in the rows of `table`,
+    /// in no particular order, without reading the rows (`None` when `key` is not indexed).
+    pub fn indexed_values(&self, table: &str, key: &str) -> Option<impl Iterator<Item = &str>> {
+        self.external_ids.values(table, key)
     }
 
     /// The schema of what the replica holds.
@@ -90,12 +128,13 @@ impl Replica {
     /// path, where initial contents can be large).
     pub fn apply_owned(&mut self, updates: TableUpdates) -> Result<(), ReplicaError> {
         let schema = Arc::clone(&self.schema);
+        let mut stamp = Stamp::default();
         for (table, rows) in updates.tables {
             let Some(table_schema) = schema.table(&table) else {
                 continue;
             };
             for (uuid, update) in rows {
-                self.apply_row(&table, table_schema, uuid, update)?;
+                self.apply_row(&table, table_schema, uuid, update, &mut stamp)?;
             }
         }
         Ok(())
@@ -107,6 +146,7 @@ impl Replica {
         table_schema: &TableSchema,
         uuid: Uuid,
         update: RowUpdate,
+        stamp: &mut Stamp,
     ) -> Result<(), ReplicaError> {
         let missing = |kind| ReplicaError::MissingRow {
             table: table.to_owned(),
@@ -125,8 +165,10 @@ impl Replica {
                     row.insert(column.clone(), value);
                 }
                 if let Some(old) = self.tables.get_mut(table).and_then(|t| t.remove(&uuid)) {
+                    self.versions.touch(old.get(EXTERNAL_IDS), stamp);
                     self.unindex_row(table, uuid, &old);
                 }
+                self.versions.touch(row.get(EXTERNAL_IDS), stamp);
                 self.index_row(table, uuid, &row);
                 self.tables
                     .entry(table.to_owned())
@@ -139,7 +181,9 @@ impl Replica {
                     .get_mut(table)
                     .and_then(|t| t.remove(&uuid))
                     .ok_or_else(|| missing(if is_diff { "modify" } else { "update" }))?;
+                self.versions.touch(row.get(EXTERNAL_IDS), stamp);
                 let result = self.change_row(table, table_schema, uuid, &mut row, changes, is_diff);
+                self.versions.touch(row.get(EXTERNAL_IDS), stamp);
                 self.tables
                     .entry(table.to_owned())
                     .or_default()
@@ -152,6 +196,7 @@ impl Replica {
                     .get_mut(table)
                     .and_then(|t| t.remove(&uuid))
                     .ok_or_else(|| missing("delete"))?;
+                self.versions.touch(old.get(EXTERNAL_IDS), stamp);
                 self.unindex_row(table, uuid, &old);
             }
         }

@@ -347,6 +347,30 @@ impl OwnedRowsView for MemoryDb {
             .collect()
     }
 
+    /// Distinct values of `key`, read from every row (version: the default, so nothing is
+    /// ever skipped against this view).
+    fn values(&self, table: &str, key: &str) -> Option<Vec<&str>> {
+        let mut out: Vec<&str> = Vec::new();
+        for row in self
+            .tables
+            .get(table)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+        {
+            if let Some(Value::Map(pairs)) = row.get("external_ids") {
+                for (k, v) in pairs {
+                    if let (Atom::String(k), Atom::String(v)) = (k, v)
+                        && k == key
+                        && !out.contains(&v.as_str())
+                    {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
     fn referrers(&self, target: &Uuid) -> Vec<(String, Uuid, String)> {
         let mut out = Vec::new();
         for (t, c, _, _) in self.reference_columns() {

@@ -6,6 +6,8 @@ mod apply;
 mod memory;
 mod plan;
 mod props;
+mod skip;
+mod synced;
 mod validation;
 
 use std::future::Future;

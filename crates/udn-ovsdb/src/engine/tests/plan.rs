@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::memory::MemoryDb;
 use super::{CONTROLLER, by_name, converge, engine, external_id, key, network, s};
-use crate::engine::{DesiredRow, DesiredUnit, RowRef, Scope, UnitKey};
+use crate::engine::{DesiredRow, DesiredUnit, OwnedRowsView, RowRef, Scope, UnitKey};
 use crate::protocol::{Atom, Mutator, Operation, Row, Value};
 
 fn rows_owned_by(db: &MemoryDb, unit: &str) -> usize {
@@ -314,6 +314,15 @@ fn scope_by_owner_type_deletes_units_no_longer_desired() {
         .unwrap();
     let units: Vec<&UnitKey> = plan.units().collect();
     assert_eq!(units, vec![&key("net1"), &key("net2")]);
+    // A view that cannot list owner names: the rows of the type are read instead.
+    let unlisted = engine()
+        .plan(
+            &Unlisted(&db),
+            vec![network("net1", 1)],
+            &Scope::OwnerType("Network".into()),
+        )
+        .unwrap();
+    assert_eq!(unlisted, plan);
     assert_eq!(plan.unit_operations(&key("net1")).count(), 0);
     assert!(
         plan.unit_operations(&key("net2"))
@@ -496,4 +505,25 @@ unit Network/net1:
         .plan(&db, vec![network("net1", 1)], &Scope::Units)
         .unwrap();
     assert_eq!(empty.to_string(), "plan: no changes (1 units)\n");
+}
+
+/// The memory database without [`OwnedRowsView::values`].
+struct Unlisted<'d>(&'d MemoryDb);
+
+impl OwnedRowsView for Unlisted<'_> {
+    fn schema(&self) -> &crate::schema::DbSchema {
+        self.0.schema()
+    }
+    fn row(&self, table: &str, uuid: &crate::protocol::Uuid) -> Option<&Row> {
+        self.0.row(table, uuid)
+    }
+    fn find(&self, table: &str, key: &str, value: &str) -> Vec<crate::protocol::Uuid> {
+        self.0.find(table, key, value)
+    }
+    fn referrers(
+        &self,
+        target: &crate::protocol::Uuid,
+    ) -> Vec<(String, crate::protocol::Uuid, String)> {
+        self.0.referrers(target)
+    }
 }
