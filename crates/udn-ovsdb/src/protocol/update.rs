@@ -1,7 +1,7 @@
 //! Monitor notifications and monitor replies (RFC 7047 §4.1.5-4.1.6 and the `update2`/`update3`
 //! extensions of ovsdb-server(7)): `<table-updates>` decoded into schema-free [`TableUpdates`].
 //!
-//! Values are kept exactly as [`Value::from_json`] reads them; the replica normalizes them with
+//! Values are kept exactly as [`Value::from_json`](super::Value::from_json) reads them; the replica normalizes them with
 //! the column types of the server's schema.
 
 use std::collections::BTreeMap;
