@@ -2,7 +2,7 @@
 //! they can be read, diffed and applied without building anything.
 //!
 //! - `manifests/crds/<group>_<plural>.yaml`: the CRDs from `udn_api::crd::manifests()`.
-//! - `crates/udn-ovsdb/src/nb/generated.rs`: typed `OVN_Northbound` tables from the vendored
+//! - `crates/udn-ovsdb/src/nb/generated/`: typed `OVN_Northbound` tables from the vendored
 //!   schema (see [`crate::codegen_nb`]).
 
 use std::fs;
@@ -36,7 +36,7 @@ pub fn workspace_root() -> PathBuf {
 /// Every generated file, rendered deterministically: the CRDs, then the typed NB tables.
 pub fn generated_files() -> anyhow::Result<Vec<GeneratedFile>> {
     let mut files = crd_files()?;
-    files.push(crate::codegen_nb::generated_file(&workspace_root())?);
+    files.extend(crate::codegen_nb::generated_files(&workspace_root())?);
     Ok(files)
 }
 

@@ -1,5 +1,6 @@
-//! `cargo xtask codegen` for `crates/udn-ovsdb/src/nb/generated.rs`: one typed struct per
-//! table of the vendored `OVN_Northbound` schema, with name constants and an `NbTable` impl.
+//! `cargo xtask codegen` for `crates/udn-ovsdb/src/nb/generated/`: one file per table of the
+//! vendored `OVN_Northbound` schema (a module with the table and column name constants, the
+//! typed struct and its `NbTable` impl) and a `mod.rs` listing them.
 //!
 //! [`render`] is a pure function of the schema; [`rustfmt`] then formats its output, so the
 //! checked-in file is exactly what `cargo fmt` keeps.
@@ -7,7 +8,8 @@
 //! Naming rules:
 //! - structs are the table name in UpperCamelCase, each `_`-separated part capitalised and
 //!   the rest lower-cased (`NB_Global` -> `NbGlobal`, `ACL` -> `Acl`, `QoS` -> `Qos`);
-//! - fields and modules are lower-cased names (`Logical_Switch` -> `logical_switch`); a name
+//! - fields, modules and file names are lower-cased names (`Logical_Switch` ->
+//!   `logical_switch`, in `logical_switch.rs`); a name
 //!   that is a Rust keyword gets a trailing `_` (`type` -> `type_`, `match` -> `match_`);
 //! - column constants are upper-cased column names (`match` -> `MATCH`).
 //!
@@ -21,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
@@ -32,8 +34,8 @@ use udn_ovsdb::schema::{
 
 use crate::codegen::GeneratedFile;
 
-/// The generated file, relative to the workspace root.
-pub const NB_GENERATED_PATH: &str = "crates/udn-ovsdb/src/nb/generated.rs";
+/// The directory of the generated files, relative to the workspace root.
+pub const NB_GENERATED_DIR: &str = "crates/udn-ovsdb/src/nb/generated";
 
 /// The schema it is generated from, relative to the workspace root (compiled into
 /// `udn_ovsdb::nb::SCHEMA_JSON`).
@@ -64,15 +66,20 @@ const KEYWORDS: [&str; 52] = [
     "unsafe", "unsized", "use", "virtual", "where", "while", "yield", "union",
 ];
 
-/// The generated file for the vendored schema, formatted.
-pub fn generated_file(root: &Path) -> anyhow::Result<GeneratedFile> {
+/// The generated files for the vendored schema, formatted.
+pub fn generated_files(root: &Path) -> anyhow::Result<Vec<GeneratedFile>> {
     let schema = DbSchema::from_text(udn_ovsdb::nb::SCHEMA_JSON)
         .with_context(|| format!("parse {NB_SCHEMA_PATH}"))?;
-    let source = render(&schema).context("render the typed NB tables")?;
-    Ok(GeneratedFile {
-        path: PathBuf::from(NB_GENERATED_PATH),
-        contents: rustfmt(root, &source)?,
-    })
+    render(&schema)
+        .context("render the typed NB tables")?
+        .into_iter()
+        .map(|(name, source)| {
+            Ok(GeneratedFile {
+                path: Path::new(NB_GENERATED_DIR).join(name),
+                contents: rustfmt(root, &source)?,
+            })
+        })
+        .collect()
 }
 
 /// Formats Rust source with the pinned toolchain's rustfmt and the workspace `rustfmt.toml`.
@@ -103,12 +110,10 @@ pub fn rustfmt(root: &Path, source: &str) -> anyhow::Result<String> {
     String::from_utf8(out.stdout).context("rustfmt output is not UTF-8")
 }
 
-/// The Rust source of the typed tables of `schema`, unformatted. Fails on names that would
-/// collide once converted to Rust identifiers.
-pub fn render(schema: &DbSchema) -> anyhow::Result<String> {
-    let mut out = String::new();
-    header(&mut out, schema);
-    imports(&mut out, schema);
+/// The Rust sources of the typed tables of `schema`, unformatted, as (file name, source):
+/// `mod.rs` first, then one `<table module>.rs` per table. Fails on names that would collide
+/// once converted to Rust identifiers.
+pub fn render(schema: &DbSchema) -> anyhow::Result<Vec<(String, String)>> {
     let mut type_names = BTreeSet::new();
     let mut module_names = BTreeSet::new();
     for name in schema.tables.keys() {
@@ -126,30 +131,52 @@ pub fn render(schema: &DbSchema) -> anyhow::Result<String> {
             );
         }
     }
-    let _ = writeln!(out, "/// Every table of the schema, sorted.");
+    let mut files = vec![("mod.rs".to_owned(), render_mod(schema))];
+    for (name, table) in &schema.tables {
+        let mut out = String::new();
+        render_table(&mut out, name, table)?;
+        files.push((format!("{}.rs", snake_name(name)), out));
+    }
+    Ok(files)
+}
+
+/// `mod.rs`: the table modules, their structs re-exported, and the list of tables.
+fn render_mod(schema: &DbSchema) -> String {
+    let mut out = String::new();
+    header(&mut out, schema);
+    for name in schema.tables.keys() {
+        let _ = writeln!(out, "pub mod {};", snake_name(name));
+    }
+    let _ = writeln!(out);
+    for name in schema.tables.keys() {
+        let _ = writeln!(out, "pub use {}::{};", snake_name(name), type_name(name));
+    }
+    let _ = writeln!(out, "\n/// Every table of the schema, sorted.");
     let _ = writeln!(out, "pub const TABLES: &[&str] = &[");
     for name in schema.tables.keys() {
         let _ = writeln!(out, "    {}::TABLE,", snake_name(name));
     }
-    let _ = writeln!(out, "];\n");
-    for (name, table) in &schema.tables {
-        render_table(&mut out, name, table)?;
-    }
-    Ok(out)
+    let _ = writeln!(out, "];");
+    out
 }
 
-fn header(out: &mut String, schema: &DbSchema) {
+fn generated_marker(out: &mut String) {
     let _ = writeln!(
         out,
         "// @generated by `cargo xtask codegen` from {NB_SCHEMA_PATH}; do not edit.\n\
          // Regenerate with `cargo xtask codegen`; `cargo xtask codegen --check` (CI) fails when\n\
          // this file is stale.\n"
     );
+}
+
+fn header(out: &mut String, schema: &DbSchema) {
+    generated_marker(out);
     let _ = writeln!(
         out,
         "//! Typed rows of every table of the vendored `{}` schema {}: one struct per table\n\
-         //! (fields sorted by column name, after the row's `uuid`), a module per table with the table\n\
-         //! and column names, and an [`NbTable`] impl converting to and from [`Row`]s.\n\
+         //! (fields sorted by column name, after the row's `uuid`), in a module per table with the\n\
+         //! table and column names and an [`NbTable`](super::NbTable) impl converting to and from\n\
+         //! rows.\n\
          //!\n\
          //! Naming: structs are table names in UpperCamelCase (`NB_Global` -> `NbGlobal`), fields\n\
          //! and modules lower-cased names, with a trailing `_` on Rust keywords (`type_`,\n\
@@ -158,23 +185,22 @@ fn header(out: &mut String, schema: &DbSchema) {
     );
 }
 
-fn imports(out: &mut String, schema: &DbSchema) {
-    let kinds: Vec<Kind> = schema
-        .tables
-        .values()
-        .flat_map(|t| t.columns.values())
-        .map(|c| Kind::of(&c.ty))
-        .collect();
-    let uses_map = kinds
-        .iter()
-        .any(|k| matches!(k, Kind::Map(key, _) if *key != AtomicType::Real));
-    let uses_set = kinds
-        .iter()
-        .any(|k| matches!(k, Kind::Set(a) if *a != AtomicType::Real));
-    let collections: Vec<&str> = [("BTreeMap", uses_map), ("BTreeSet", uses_set)]
-        .into_iter()
-        .filter_map(|(name, used)| used.then_some(name))
-        .collect();
+/// The `use` lines of one table's file: only what its columns need.
+fn imports(out: &mut String, columns: &[Column<'_>]) {
+    let uses = |wanted: fn(Kind) -> bool| columns.iter().any(|c| wanted(c.kind));
+    let collections: Vec<&str> = [
+        (
+            "BTreeMap",
+            uses(|k| matches!(k, Kind::Map(key, _) if key != AtomicType::Real)),
+        ),
+        (
+            "BTreeSet",
+            uses(|k| matches!(k, Kind::Set(a) if a != AtomicType::Real)),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, used)| used.then_some(name))
+    .collect();
     if !collections.is_empty() {
         let _ = writeln!(
             out,
@@ -182,18 +208,25 @@ fn imports(out: &mut String, schema: &DbSchema) {
             collections.join(", ")
         );
     }
-    let _ = writeln!(out, "use super::table::{{");
-    let _ = writeln!(
-        out,
-        "    NbTable, RowError, RowReader, atom_value, map_value, set_value,"
-    );
-    let _ = writeln!(out, "}};");
+    let helpers: Vec<&str> = [
+        ("atom_value", uses(|k| matches!(k, Kind::Scalar(_)))),
+        ("map_value", uses(|k| matches!(k, Kind::Map(..)))),
+        (
+            "set_value",
+            uses(|k| matches!(k, Kind::Optional(_) | Kind::Set(_))),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, used)| used.then_some(name))
+    .collect();
+    let mut table_items = vec!["NbTable", "RowError", "RowReader"];
+    table_items.extend(helpers);
+    let _ = writeln!(out, "use crate::nb::table::{{{}}};", table_items.join(", "));
     let _ = writeln!(out, "use crate::protocol::{{Row, Uuid}};\n");
 }
 
 fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Result<()> {
     let ty = type_name(name);
-    let module = snake_name(name);
     let columns: Vec<Column<'_>> = table
         .columns
         .iter()
@@ -201,20 +234,24 @@ fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Re
         .collect();
     check_column_names(name, &columns)?;
 
-    // The name module.
-    let _ = writeln!(out, "/// Names of the `{name}` table and its columns.");
-    let _ = writeln!(out, "pub mod {module} {{");
-    let _ = writeln!(out, "    /// The table name.");
-    let _ = writeln!(out, "    pub const TABLE: &str = {name:?};");
+    generated_marker(out);
+    let _ = writeln!(
+        out,
+        "//! The `{name}` table: its name and column names, the typed row [`{ty}`] and its\n\
+         //! [`NbTable`] impl.\n"
+    );
+    imports(out, &columns);
+    let _ = writeln!(out, "/// The table name.");
+    let _ = writeln!(out, "pub const TABLE: &str = {name:?};");
     for column in &columns {
-        let _ = writeln!(out, "    /// The `{}` column.", column.name);
+        let _ = writeln!(out, "/// The `{}` column.", column.name);
         let _ = writeln!(
             out,
-            "    pub const {}: &str = {:?};",
+            "pub const {}: &str = {:?};",
             column.constant, column.name
         );
     }
-    let _ = writeln!(out, "}}\n");
+    let _ = writeln!(out);
 
     // The struct.
     let _ = writeln!(out, "/// A row of the `{name}` table.");
@@ -255,7 +292,8 @@ fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Re
     if needs_manual_default {
         render_default(out, &ty, &columns);
     }
-    render_impl(out, &ty, &module, &columns);
+    // The name constants are items of this same module.
+    render_impl(out, &ty, "self", &columns);
     Ok(())
 }
 

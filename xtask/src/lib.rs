@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write the generated files (CRD manifests under manifests/crds/, typed NB tables in
-    /// crates/udn-ovsdb/src/nb/generated.rs).
+    /// crates/udn-ovsdb/src/nb/generated/).
     Codegen {
         /// Do not write; fail if any generated file is missing or stale.
         #[arg(long)]

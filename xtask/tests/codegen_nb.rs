@@ -45,7 +45,10 @@ fn schema(tables: serde_json::Value) -> DbSchema {
 
 fn rendered(tables: serde_json::Value) -> String {
     match render(&schema(tables)) {
-        Ok(source) => source,
+        Ok(files) => files
+            .into_iter()
+            .map(|(name, source)| format!("// file {name}\n{source}"))
+            .collect(),
         Err(error) => panic!("{error:#}"),
     }
 }
@@ -66,7 +69,7 @@ fn reals_and_scalar_uuids_get_types_without_ord_or_default() {
     assert!(source.contains("/// `target`: strong reference to `Weights`."));
     assert!(source.contains("#[derive(Debug, Clone, PartialEq)]"));
     assert!(source.contains("impl Default for Weights {"));
-    assert!(source.contains("target: reader.scalar_or(weights::TARGET, || Uuid::from_u128(0))?,"));
+    assert!(source.contains("target: reader.scalar_or(self::TARGET, || Uuid::from_u128(0))?,"));
     assert!(!source.contains("use std::collections"), "{source}");
 }
 

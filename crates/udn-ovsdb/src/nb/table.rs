@@ -1,6 +1,6 @@
 //! What every typed Northbound table offers ([`NbTable`]), the error of reading a row into
 //! one ([`RowError`]), and the conversions between Rust field types and OVSDB values that the
-//! generated code (`generated.rs`) calls.
+//! generated code (`generated/`) calls.
 //!
 //! Writing gives the canonical form of each column (what `ColumnType::normalize` produces):
 //! scalars as [`Value::Atom`], optional values and sets as sorted, duplicate-free
