@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use udn_ovsdb::client::{Client, ClientConfig};
 use udn_ovsdb::engine::{
-    ApplyPolicy, ApplyReport, DesiredRow, DesiredUnit, Engine, INDEXED_KEYS, RowRef, Scope,
-    TransactFailure, Transactor, UnitError, UnitKey, UnitOutcome,
+    ApplyPolicy, ApplyReport, DesiredUnit, Engine, INDEXED_KEYS, RowRef, Scope, TransactFailure,
+    Transactor, UnitError, UnitKey, UnitOutcome,
 };
 use udn_ovsdb::nb;
 use udn_ovsdb::protocol::{Atom, Operation, OperationResult, TransactError, Value};
 use udn_ovsdb::schema::{DbSchema, Requirements};
-use udn_ovsdb::testing::OvsdbServer;
+use udn_ovsdb::testing::{OvsdbServer, sample_network};
 
 const CONTROLLER: &str = "udn-test-controller";
 
@@ -43,124 +43,6 @@ fn config(server: &OvsdbServer) -> ClientConfig {
 
 fn key(name: &str) -> UnitKey {
     UnitKey::new("Network", name)
-}
-
-/// A Layer3-like network: cluster router (router port per node, static route, SNAT), a
-/// switch per node with a router-type port and a management port, a port group holding
-/// the management ports with two ACLs.
-fn network(name: &str, nodes: usize) -> DesiredUnit {
-    let ids = [
-        ("k8s.ovn.org/network", name),
-        ("k8s.ovn.org/topology", "layer3"),
-    ];
-    let router = format!("{name}_ovn_cluster_router");
-    let pg = format!("{name}_pg");
-    let mut unit = DesiredUnit::new(key(name));
-    let mut router_ports = Vec::new();
-    let mut mgmt_ports = Vec::new();
-    for node in 0..nodes {
-        let switch = format!("{name}_node{node}");
-        let (rtos, stor, mgmt) = (
-            format!("rtos-{switch}"),
-            format!("stor-{switch}"),
-            format!("k8s-{switch}"),
-        );
-        let (hi, lo) = (node / 250, node % 250);
-        unit = unit
-            .row(
-                DesiredRow::new("Logical_Router_Port", &rtos)
-                    .string("name", &rtos)
-                    .string("mac", &format!("0a:58:0a:{hi:02x}:{lo:02x}:01"))
-                    .strings("networks", [format!("10.{hi}.{lo}.1/24").as_str()])
-                    .map("external_ids", ids),
-            )
-            .row(
-                DesiredRow::new("Logical_Switch_Port", &stor)
-                    .string("name", &stor)
-                    .string("type", "router")
-                    .strings("addresses", ["router"])
-                    .map("options", [("router-port", rtos.as_str())])
-                    .map("external_ids", ids),
-            )
-            .row(
-                DesiredRow::new("Logical_Switch_Port", &mgmt)
-                    .string("name", &mgmt)
-                    .strings(
-                        "addresses",
-                        [format!("0a:58:0a:{hi:02x}:{lo:02x}:02 10.{hi}.{lo}.2").as_str()],
-                    )
-                    .map("external_ids", ids),
-            )
-            .row(
-                DesiredRow::new("Logical_Switch", &switch)
-                    .string("name", &switch)
-                    .map(
-                        "other_config",
-                        [("subnet", format!("10.{hi}.{lo}.0/24").as_str())],
-                    )
-                    .map("external_ids", ids)
-                    .refs(
-                        "ports",
-                        [
-                            RowRef::desired("Logical_Switch_Port", &stor),
-                            RowRef::desired("Logical_Switch_Port", &mgmt),
-                        ],
-                    ),
-            );
-        router_ports.push(RowRef::desired("Logical_Router_Port", &rtos));
-        mgmt_ports.push(RowRef::desired("Logical_Switch_Port", &mgmt));
-    }
-    let (route, nat) = (format!("{name}_route"), format!("{name}_nat"));
-    let acls = [format!("{name}_acl_in"), format!("{name}_acl_out")];
-    unit = unit
-        .row(
-            DesiredRow::new("Logical_Router_Static_Route", &route)
-                .string("ip_prefix", "10.128.0.0/14")
-                .string("nexthop", "100.64.0.2")
-                .map("external_ids", ids),
-        )
-        .row(
-            DesiredRow::new("NAT", &nat)
-                .string("type", "snat")
-                .string("logical_ip", "10.128.0.0/14")
-                .string("external_ip", "172.18.0.2")
-                .map("external_ids", ids),
-        )
-        .row(
-            DesiredRow::new("Logical_Router", &router)
-                .string("name", &router)
-                .map(
-                    "external_ids",
-                    [("k8s.ovn.org/network", name), ("k8s-cluster-router", "yes")],
-                )
-                .refs("ports", router_ports)
-                .refs(
-                    "static_routes",
-                    [RowRef::desired("Logical_Router_Static_Route", &route)],
-                )
-                .refs("nat", [RowRef::desired("NAT", &nat)]),
-        );
-    for (acl, direction) in acls.iter().zip(["to-lport", "from-lport"]) {
-        let port = if direction == "to-lport" {
-            "outport"
-        } else {
-            "inport"
-        };
-        unit = unit.row(
-            DesiredRow::new("ACL", acl)
-                .integer("priority", 1001)
-                .string("direction", direction)
-                .string("match", &format!("{port} == @{pg}"))
-                .string("action", "allow-related")
-                .map("external_ids", [("direction", direction)]),
-        );
-    }
-    unit.row(
-        DesiredRow::new("Port_Group", &pg)
-            .string("name", &pg)
-            .refs("ports", mgmt_ports)
-            .refs("acls", acls.iter().map(|a| RowRef::desired("ACL", a))),
-    )
 }
 
 /// `future`, checked to be `Send` (it may be spawned on a multi-threaded runtime).
@@ -208,10 +90,10 @@ fn desired_ids(units: &[DesiredUnit]) -> BTreeMap<(String, String), usize> {
 async fn a_layer3_unit_is_written_shown_by_nbctl_and_reapplied_as_nothing() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();
-    let report = reconcile(&client, vec![network("net1", 3)], &Scope::Units).await;
+    let report = reconcile(&client, vec![sample_network("net1", 3)], &Scope::Units).await;
     assert!(report.is_success(), "{report:?}");
     assert_eq!(report.transactions, 1);
-    assert_eq!(report.ops, network("net1", 3).rows.len());
+    assert_eq!(report.ops, sample_network("net1", 3).rows.len());
     let show = server.nbctl(&["show"]).unwrap();
     for expected in [
         "(net1_ovn_cluster_router)",
@@ -261,11 +143,15 @@ async fn a_layer3_unit_is_written_shown_by_nbctl_and_reapplied_as_nothing() {
     // Reapply: nothing planned (the unit verified by the reconcile is not compared again),
     // no transaction.
     let plan = engine()
-        .plan(&*client.replica(), vec![network("net1", 3)], &Scope::Units)
+        .plan(
+            &*client.replica(),
+            vec![sample_network("net1", 3)],
+            &Scope::Units,
+        )
         .unwrap();
     assert!(plan.is_empty(), "{plan}");
     assert_eq!((plan.compared_units(), plan.skipped_units()), (0, 1));
-    let report = reconcile(&client, vec![network("net1", 3)], &Scope::Units).await;
+    let report = reconcile(&client, vec![sample_network("net1", 3)], &Scope::Units).await;
     assert_eq!((report.transactions, report.ops), (0, 0));
     assert!(matches!(
         report.units.get(&key("net1")),
@@ -288,9 +174,13 @@ fn switch_ports(server: &OvsdbServer, switch: &str) -> Vec<String> {
 async fn a_row_changed_behind_our_back_is_put_back() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();
-    reconcile(&client, vec![network("net1", 2)], &Scope::Units).await;
+    reconcile(&client, vec![sample_network("net1", 2)], &Scope::Units).await;
     let plan = engine()
-        .plan(&*client.replica(), vec![network("net1", 2)], &Scope::Units)
+        .plan(
+            &*client.replica(),
+            vec![sample_network("net1", 2)],
+            &Scope::Units,
+        )
         .unwrap();
     assert_eq!(plan.skipped_units(), 1);
     server
@@ -304,7 +194,11 @@ async fn a_row_changed_behind_our_back_is_put_back() {
     server.nbctl(&["lsp-del", "k8s-net1_node1"]).unwrap();
     client.echo().await.unwrap();
     let plan = engine()
-        .plan(&*client.replica(), vec![network("net1", 2)], &Scope::Units)
+        .plan(
+            &*client.replica(),
+            vec![sample_network("net1", 2)],
+            &Scope::Units,
+        )
         .unwrap();
     assert_eq!(plan.compared_units(), 1);
     let text = plan.to_string();
@@ -316,7 +210,7 @@ async fn a_row_changed_behind_our_back_is_put_back() {
         text.contains("insert Logical_Switch_Port id=\"k8s-net1_node1\""),
         "{text}"
     );
-    let report = reconcile(&client, vec![network("net1", 2)], &Scope::Units).await;
+    let report = reconcile(&client, vec![sample_network("net1", 2)], &Scope::Units).await;
     assert!(report.is_success(), "{report:?}");
     let subnet = server
         .nbctl(&["get", "Logical_Switch", "net1_node0", "other_config:subnet"])
@@ -330,7 +224,7 @@ async fn a_row_changed_behind_our_back_is_put_back() {
         .nbctl(&["--bare", "--columns=ports", "list", "Port_Group", "net1_pg"])
         .unwrap();
     assert_eq!(pg_ports.split_whitespace().count(), 2, "{pg_ports}");
-    let report = reconcile(&client, vec![network("net1", 2)], &Scope::Units).await;
+    let report = reconcile(&client, vec![sample_network("net1", 2)], &Scope::Units).await;
     assert_eq!(report.transactions, 0);
 }
 
@@ -340,7 +234,7 @@ async fn foreign_rows_survive_and_removed_rows_and_units_are_deleted() {
     let client = Client::connect(config(&server)).await.unwrap();
     reconcile(
         &client,
-        vec![network("net1", 2), network("net2", 1)],
+        vec![sample_network("net1", 2), sample_network("net2", 1)],
         &Scope::Units,
     )
     .await;
@@ -353,10 +247,10 @@ async fn foreign_rows_survive_and_removed_rows_and_units_are_deleted() {
         .nbctl(&["pg-add", "foreign-pg", "k8s-net1_node0"])
         .unwrap();
     client.echo().await.unwrap();
-    let report = reconcile(&client, vec![network("net1", 2)], &Scope::Units).await;
+    let report = reconcile(&client, vec![sample_network("net1", 2)], &Scope::Units).await;
     assert_eq!(report.transactions, 0, "{report:?}");
     // Drop node0's management port and the static route from net1.
-    let mut unit = network("net1", 2);
+    let mut unit = sample_network("net1", 2);
     unit.rows
         .retain(|r| r.id != "k8s-net1_node0" && r.id != "net1_route");
     for row in &mut unit.rows {
@@ -394,7 +288,7 @@ async fn foreign_rows_survive_and_removed_rows_and_units_are_deleted() {
     );
     assert_eq!(
         owned_counts(&client),
-        desired_ids(&[unit.clone(), network("net2", 1)])
+        desired_ids(&[unit.clone(), sample_network("net2", 1)])
     );
     // Scope by owner type with only net1 desired: net2 goes entirely.
     let scope = Scope::OwnerType("Network".into());
@@ -436,7 +330,9 @@ async fn ten_thousand_rows_in_one_apply() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();
     // 40 networks x 62 nodes: 40 x (4 x 62 + 6) = 10,160 rows.
-    let units: Vec<DesiredUnit> = (0..40).map(|i| network(&format!("net{i}"), 62)).collect();
+    let units: Vec<DesiredUnit> = (0..40)
+        .map(|i| sample_network(&format!("net{i}"), 62))
+        .collect();
     let rows: usize = units.iter().map(|u| u.rows.len()).sum();
     assert_eq!(rows, 10_160);
     let started = Instant::now();
@@ -516,7 +412,9 @@ async fn server_killed_mid_run_converges_after_restart_without_duplicates() {
     let server = Mutex::new(OvsdbServer::start_nb().unwrap());
     let client_config = config(&server.lock().unwrap());
     let client = Client::connect(client_config).await.unwrap();
-    let units: Vec<DesiredUnit> = (0..12).map(|i| network(&format!("net{i}"), 5)).collect();
+    let units: Vec<DesiredUnit> = (0..12)
+        .map(|i| sample_network(&format!("net{i}"), 5))
+        .collect();
     let policy = ApplyPolicy {
         max_ops: 60,
         in_flight: 1,
@@ -562,16 +460,16 @@ async fn index_collisions_are_typed_errors_naming_the_unit() {
     server.nbctl(&["pg-add", "net2_pg"]).unwrap();
     client.echo().await.unwrap();
     // Two units with a Logical_Switch_Port of the same name.
-    let mut net4 = network("net4", 1);
+    let mut net4 = sample_network("net4", 1);
     for row in &mut net4.rows {
         if row.id == "k8s-net4_node0" {
             *row = row.clone().string("name", "k8s-net3_node0");
         }
     }
     let units = vec![
-        network("net1", 1),
-        network("net2", 1),
-        network("net3", 1),
+        sample_network("net1", 1),
+        sample_network("net2", 1),
+        sample_network("net3", 1),
         net4,
     ];
     let report = reconcile(&client, units, &Scope::Units).await;

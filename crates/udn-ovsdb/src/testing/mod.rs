@@ -9,6 +9,10 @@
 //! Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` and (for [`OvsdbServer::nbctl`]) `ovn-nbctl`
 //! on `PATH` (Debian: `ovn-central`).
 
+mod sample;
+
+pub use sample::sample_network;
+
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
