@@ -11,15 +11,20 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use tracing::info;
 use udn_api::annotations::NadNetworkAnnotations;
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::FINALIZER_UDN_PROTECTION;
 
+use super::condition::{ConditionSpec, set_condition};
+use super::events::Note;
 use super::ids::{NadIdentity, NetworkIds};
 use super::nad_plan::{NadOp, controlled_by, has_finalizer};
 use super::stores::Stores;
 use super::sync_error::{SyncError, api_detail};
 use super::udn_plan::FinalizerOp;
+use super::udn_reconcile::now;
+use crate::context::UDN_CONTROLLER;
 
 /// What a NAD write did (for events and logs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,6 +225,38 @@ where
     api.patch(nad_name(meta), &params, &Patch::Merge(&patch))
         .await
         .map(|_| ())
+}
+
+/// Sets `NetworkCreated` to `spec` on `object` (whose conditions are `current`) and writes it
+/// when it changed; an error condition is also noted as a Warning event.
+pub(crate) async fn write_network_created<K>(
+    api: &Api<K>,
+    object: &K,
+    current: &[Condition],
+    spec: &ConditionSpec,
+    notes: &mut Vec<Note>,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let Some(conditions) = set_condition(current, spec, &now()) else {
+        return Ok(());
+    };
+    if spec.is_error() {
+        notes.push(Note {
+            warning: true,
+            reason: spec.reason,
+            action: "Sync",
+            text: spec.message.clone(),
+        });
+    }
+    apply_conditions(api, object, &conditions, UDN_CONTROLLER).await?;
+    info!(
+        status = spec.status,
+        reason = spec.reason,
+        "updated NetworkCreated condition"
+    );
+    Ok(())
 }
 
 /// Server-side apply of the conditions this controller owns (`NetworkCreated`) out of

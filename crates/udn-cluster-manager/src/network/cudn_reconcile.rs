@@ -14,8 +14,8 @@ use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::LABEL_USER_DEFINED_NETWORK;
 use udn_api::render::is_primary;
 
-use super::apply::{NadWriter, api_error, apply_conditions, lock, patch_finalizer};
-use super::condition::{cudn_condition, set_condition};
+use super::apply::{NadWriter, api_error, lock, patch_finalizer, write_network_created};
+use super::condition::cudn_condition;
 use super::cudn_plan::{CudnPlan, Step, plan_cudn};
 use super::error::NetworkError;
 use super::events::{Note, publish};
@@ -23,8 +23,8 @@ use super::nad_plan::{NadState, controlled_by, has_finalizer};
 use super::shared::{Owner, Shared, kind_labels};
 use super::sync_error::{SyncClass, SyncError};
 use super::udn_plan::FinalizerOp;
-use super::udn_reconcile::{change_note, failure_of_class, now};
-use crate::context::{CUDN_CONTROLLER, UDN_CONTROLLER};
+use super::udn_reconcile::{change_note, failure_of_class};
+use crate::context::CUDN_CONTROLLER;
 
 /// Metric label of this controller.
 pub(crate) const METRIC: &str = "cudn";
@@ -241,24 +241,7 @@ async fn write_status(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    let Some(conditions) = set_condition(current, &spec, &now()) else {
-        return Ok(());
-    };
-    if spec.is_error() {
-        notes.push(Note {
-            warning: true,
-            reason: spec.reason,
-            action: "Sync",
-            text: spec.message.clone(),
-        });
-    }
-    apply_conditions(api, cudn, &conditions, UDN_CONTROLLER).await?;
-    info!(
-        status = spec.status,
-        reason = spec.reason,
-        "updated NetworkCreated condition"
-    );
-    Ok(())
+    write_network_created(api, cudn, current, &spec, notes).await
 }
 
 /// The CUDN's NADs as the API server has them (a CUDN going away must not leave a NAD the

@@ -13,8 +13,8 @@ use tracing::{debug, info, instrument};
 use udn_api::crd::UserDefinedNetwork;
 use udn_api::render::is_primary;
 
-use super::apply::{NadChange, NadWriter, api_error, apply_conditions, lock, patch_finalizer};
-use super::condition::{set_condition, udn_condition};
+use super::apply::{NadChange, NadWriter, api_error, lock, patch_finalizer, write_network_created};
+use super::condition::udn_condition;
 use super::error::NetworkError;
 use super::events::{Note, publish};
 use super::nad_plan::NadState;
@@ -163,24 +163,7 @@ async fn write_status(
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    let Some(conditions) = set_condition(current, &spec, &now()) else {
-        return Ok(());
-    };
-    if spec.is_error() {
-        notes.push(Note {
-            warning: true,
-            reason: spec.reason,
-            action: "Sync",
-            text: spec.message.clone(),
-        });
-    }
-    apply_conditions(api, udn, &conditions, UDN_CONTROLLER).await?;
-    info!(
-        status = spec.status,
-        reason = spec.reason,
-        "updated NetworkCreated condition"
-    );
-    Ok(())
+    write_network_created(api, udn, current, &spec, notes).await
 }
 
 /// Upstream wording of a failed finalizer write on a UDN.
