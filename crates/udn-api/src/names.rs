@@ -24,6 +24,42 @@ pub const ANNOTATION_NETWORK_NAME: &str = "k8s.ovn.org/network-name";
 pub const ANNOTATION_TUNNEL_KEYS: &str = "k8s.ovn.org/tunnel-keys";
 /// Legacy node annotation: network name -> network ID (decimal string).
 pub const ANNOTATION_NODE_NETWORK_IDS: &str = "k8s.ovn.org/network-ids";
+/// Node annotation (cluster-manager): the node's ID, a decimal string (`"2"`).
+pub const ANNOTATION_NODE_ID: &str = "k8s.ovn.org/node-id";
+/// Node annotation (cluster-manager): the node's transit switch port addresses,
+/// `{"ipv4":"100.88.0.2/16","ipv6":"fd97::2/64"}`.
+pub const ANNOTATION_NODE_TRANSIT_SWITCH_PORT_IFADDR: &str =
+    "k8s.ovn.org/node-transit-switch-port-ifaddr";
+/// Node annotation (cluster-manager, legacy Layer2 topology only): per primary Layer2
+/// network, the tunnel ID of the node's gateway router port, `{"ns1_blue":"5"}`.
+pub const ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS: &str =
+    "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids";
+/// Obsolete node annotation (per-network gateway router join addresses); nothing reads it
+/// any more and cluster-manager deletes it.
+pub const ANNOTATION_NODE_GATEWAY_ROUTER_LRP_IFADDRS: &str =
+    "k8s.ovn.org/node-gateway-router-lrp-ifaddrs";
+/// Node annotation (the zone's controller): `"2.0"` when the node uses the Layer2 transit
+/// router topology.
+pub const ANNOTATION_LAYER2_TOPOLOGY_VERSION: &str = "k8s.ovn.org/layer2-topology-version";
+/// The [`ANNOTATION_LAYER2_TOPOLOGY_VERSION`] value of the transit router topology.
+pub const LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION: &str = "2.0";
+/// Node annotation (node agent): the gateway configuration per network (only `default`).
+pub const ANNOTATION_L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
+/// Node annotation (node agent): the OVS `system-id` of the node's chassis.
+pub const ANNOTATION_NODE_CHASSIS_ID: &str = "k8s.ovn.org/node-chassis-id";
+/// Node annotation (node agent): the geneve encapsulation IPs, a JSON array.
+pub const ANNOTATION_NODE_ENCAP_IPS: &str = "k8s.ovn.org/node-encap-ips";
+/// Node annotation (node agent): the host's addresses with prefix lengths, a sorted JSON array.
+pub const ANNOTATION_HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";
+/// Node annotation (node agent): the first address of each family on the gateway interface.
+pub const ANNOTATION_NODE_PRIMARY_IFADDR: &str = "k8s.ovn.org/node-primary-ifaddr";
+/// Node annotation (node agent): the masquerade subnets the node is configured with.
+pub const ANNOTATION_NODE_MASQUERADE_SUBNET: &str = "k8s.ovn.org/node-masquerade-subnet";
+/// Node annotation (node agent): `"false"` when the gateway cannot check packet lengths;
+/// absent means supported.
+pub const ANNOTATION_GATEWAY_MTU_SUPPORT: &str = "k8s.ovn.org/gateway-mtu-support";
+/// Obsolete node annotation: the node's zone, which is always the node name now.
+pub const ANNOTATION_ZONE_NAME: &str = "k8s.ovn.org/zone-name";
 /// Pod annotation: default-network ports open on primary-UDN pods.
 pub const ANNOTATION_OPEN_DEFAULT_PORTS: &str = "k8s.ovn.org/open-default-ports";
 /// Pod annotation written by Multus: the attachments and their IPs.

@@ -4,6 +4,13 @@
 //! One file per annotation:
 //! - [`pod_networks`]: `k8s.ovn.org/pod-networks` (pod IPs, MAC, routes per NAD key).
 //! - [`node_subnets`]: `k8s.ovn.org/node-subnets` (per-network node host subnets).
+//! - [`node_ids`]: what cluster-manager writes per node: `k8s.ovn.org/node-id`,
+//!   `k8s.ovn.org/node-transit-switch-port-ifaddr` and the legacy Layer2 gateway router tunnel
+//!   IDs.
+//! - [`node_gateway`]: what the node agent writes: `k8s.ovn.org/l3-gateway-config`,
+//!   `node-chassis-id`, `node-encap-ips`, `host-cidrs`, `node-primary-ifaddr`,
+//!   `node-masquerade-subnet`, `gateway-mtu-support`.
+//! - [`if_addrs`]: the `{"ipv4":…,"ipv6":…}` object several node annotations share.
 //! - [`network_id`]: the NAD annotations `k8s.ovn.org/network-id`, `network-name`,
 //!   `tunnel-keys`, and the legacy node annotation `k8s.ovn.org/network-ids`.
 //! - [`network_status`]: Multus `k8s.v1.cni.cncf.io/network-status`.
@@ -13,14 +20,19 @@
 //! JSON is written the way Go's `encoding/json` writes it: struct fields in declaration
 //! order, map keys sorted, and `<`, `>`, `&`, U+2028, U+2029 escaped as `\u....`.
 
+pub mod if_addrs;
 pub mod mac_address;
 pub mod network_id;
+mod network_map;
 pub mod network_selection;
 pub mod network_status;
+pub mod node_gateway;
+pub mod node_ids;
 pub mod node_subnets;
 pub mod open_default_ports;
 pub mod pod_networks;
 
+pub use if_addrs::IfAddrs;
 pub use mac_address::{MacAddress, MacAddressParseError};
 pub use network_id::{
     NadNetworkAnnotations, NodeNetworkIds, format_network_id, format_node_network_ids,
@@ -34,6 +46,18 @@ pub use network_selection::{
 pub use network_status::{
     DeviceInfo, MemifDevice, NetworkStatus, NetworkStatusDns, PciDevice, VdpaDevice, VhostDevice,
     format_network_status, parse_network_status,
+};
+pub use node_gateway::{
+    L3GatewayConfig, L3GatewayMode, MAX_VLAN_ID, NodeL3Gateway, format_gateway_mtu_support,
+    format_host_cidrs, format_l3_gateway_config, format_node_encap_ips,
+    format_node_masquerade_subnet, format_node_primary_ifaddr, node_l3_gateway,
+    parse_gateway_mtu_support, parse_host_cidrs, parse_l3_gateway_config, parse_node_chassis_id,
+    parse_node_encap_ips, parse_node_masquerade_subnet, parse_node_primary_ifaddr,
+};
+pub use node_ids::{
+    NodeLayer2TunnelIds, format_node_id, format_node_layer2_tunnel_ids,
+    format_node_transit_switch_port_ifaddr, parse_node_id, parse_node_layer2_tunnel_ids,
+    parse_node_transit_switch_port_ifaddr,
 };
 pub use node_subnets::{
     NodeSubnets, format_node_subnets, parse_node_subnets, remove_node_subnets, set_node_subnets,
@@ -144,6 +168,21 @@ pub(crate) fn from_json<'a, T: Deserialize<'a>>(
     value: &'a str,
 ) -> Result<T, AnnotationError> {
     serde_json::from_str(value).map_err(|source| AnnotationError::Json { annotation, source })
+}
+
+/// Decodes a JSON object into `T`. serde also reads structs from JSON arrays, which Go's
+/// decoder refuses, so anything but an object is an [`AnnotationError::Invalid`].
+pub(crate) fn from_json_object<T: serde::de::DeserializeOwned>(
+    annotation: &'static str,
+    value: serde_json::Value,
+) -> Result<T, AnnotationError> {
+    if !value.is_object() {
+        return Err(AnnotationError::invalid(
+            annotation,
+            "value is not a JSON object",
+        ));
+    }
+    serde_json::from_value(value).map_err(|source| AnnotationError::Json { annotation, source })
 }
 
 /// Encodes `value` as compact JSON the way Go's `json.Marshal` does.

@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{AnnotationError, from_json, to_go_json};
+use super::network_map::{format_network_numbers, parse_network_numbers};
+use super::{AnnotationError, from_json};
 use crate::names::{
     ANNOTATION_NETWORK_ID, ANNOTATION_NETWORK_NAME, ANNOTATION_NODE_NETWORK_IDS,
     ANNOTATION_TUNNEL_KEYS,
@@ -114,38 +115,13 @@ pub type NodeNetworkIds = BTreeMap<String, u32>;
 /// Parses the legacy node annotation `k8s.ovn.org/network-ids`. An empty object is an error
 /// (as upstream); an ID that is not a non-negative decimal string is an error naming the network.
 pub fn parse_node_network_ids(value: &str) -> Result<NodeNetworkIds, AnnotationError> {
-    let raw: BTreeMap<String, String> = from_json(ANNOTATION_NODE_NETWORK_IDS, value)?;
-    if raw.is_empty() {
-        return Err(AnnotationError::invalid(
-            ANNOTATION_NODE_NETWORK_IDS,
-            "no networks in the annotation",
-        ));
-    }
-    raw.into_iter()
-        .map(|(network, id)| match id.parse::<u32>() {
-            Ok(parsed) => Ok((network, parsed)),
-            Err(_) => Err(AnnotationError::field(
-                ANNOTATION_NODE_NETWORK_IDS,
-                format!("network {network:?}"),
-                "id",
-                id,
-                "not a non-negative decimal network ID",
-            )),
-        })
-        .collect()
+    parse_network_numbers(ANNOTATION_NODE_NETWORK_IDS, value, "network ID")
 }
 
 /// Formats the legacy node annotation (IDs as decimal strings, keys sorted); `Ok(None)` when
 /// empty, meaning the annotation should be deleted.
 pub fn format_node_network_ids(ids: &NodeNetworkIds) -> Result<Option<String>, AnnotationError> {
-    if ids.is_empty() {
-        return Ok(None);
-    }
-    let texts: BTreeMap<&str, String> = ids
-        .iter()
-        .map(|(network, id)| (network.as_str(), id.to_string()))
-        .collect();
-    to_go_json(ANNOTATION_NODE_NETWORK_IDS, &texts).map(Some)
+    format_network_numbers(ANNOTATION_NODE_NETWORK_IDS, ids)
 }
 
 /// Sets `network`'s ID in an existing legacy annotation value (`None` when absent).
