@@ -1,5 +1,5 @@
-//! udn allocators: network IDs, tunnel keys, host subnets, pod IPs, pod tunnel IDs, MACs,
-//! masquerade and gateway IPs.
+//! udn allocators: network IDs, tunnel keys, host subnets, pod IPs, pod tunnel IDs, node IDs,
+//! MACs, masquerade and gateway IPs, and the addresses derived from a node's ID.
 //!
 //! Everything here is pure and synchronous, and reproduces upstream OVN-Kubernetes allocation
 //! results bit for bit. Every allocator can be rebuilt from existing assignments (what the
@@ -11,6 +11,8 @@ mod id_pool;
 mod mac;
 mod masquerade;
 mod network_id;
+mod node_address;
+mod node_id;
 mod pod_ip;
 mod pod_tunnel_id;
 mod range_set;
@@ -29,6 +31,10 @@ pub use masquerade::{
 pub use network_id::{
     DEFAULT_NETWORK_ID, DEFAULT_NETWORK_NAME, MAX_NETWORKS, NetworkId, NetworkIdAllocator,
 };
+pub use node_address::{
+    NodeAddressError, gateway_router_join_ips, node_ip, transit_switch_port_ips,
+};
+pub use node_id::{FIRST_NODE_ID, MAX_NODE_ID, NODE_ID_POOL_SIZE, NodeId, NodeIdAllocator};
 pub use pod_ip::{PodIpAllocator, PodIpConfig, PodIpError, SubnetUsage};
 pub use pod_tunnel_id::{
     FIRST_POD_TUNNEL_ID_WITH_TRANSIT_ROUTER, MAX_LOGICAL_PORT_TUNNEL_KEY, PodTunnelIdAllocator,
