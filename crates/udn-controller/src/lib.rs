@@ -9,4 +9,9 @@
 //! `udn-ovsdb` engine units; pure) -> plan (the engine's diff against the rows this
 //! controller owns) -> apply (batched transactions).
 
+pub mod config;
+pub mod ipam;
 pub mod model;
+pub mod networks;
+pub mod pods;
+pub mod sb;
