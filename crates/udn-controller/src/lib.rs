@@ -13,5 +13,6 @@ pub mod config;
 pub mod ipam;
 pub mod model;
 pub mod networks;
+pub mod nodes;
 pub mod pods;
 pub mod sb;
