@@ -2,8 +2,9 @@
 //! they can be read, diffed and applied without building anything.
 //!
 //! - `manifests/crds/<group>_<plural>.yaml`: the CRDs from `udn_api::crd::manifests()`.
-//! - `crates/udn-ovsdb/src/nb/generated/`: typed `OVN_Northbound` tables from the vendored
-//!   schema (see [`crate::codegen_nb`]).
+//! - `crates/udn-ovsdb/src/{nb,sb,vswitch}/generated/`: typed `OVN_Northbound`,
+//!   `OVN_Southbound` and `Open_vSwitch` tables from the vendored schemas (see
+//!   [`crate::codegen_ovsdb`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,10 +34,11 @@ pub fn workspace_root() -> PathBuf {
         .map_or_else(|| manifest_dir.to_path_buf(), Path::to_path_buf)
 }
 
-/// Every generated file, rendered deterministically: the CRDs, then the typed NB tables.
+/// Every generated file, rendered deterministically: the CRDs, then the typed tables of each
+/// vendored OVSDB schema.
 pub fn generated_files() -> anyhow::Result<Vec<GeneratedFile>> {
     let mut files = crd_files()?;
-    files.extend(crate::codegen_nb::generated_files(&workspace_root())?);
+    files.extend(crate::codegen_ovsdb::generated_files(&workspace_root())?);
     Ok(files)
 }
 

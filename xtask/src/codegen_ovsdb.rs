@@ -1,27 +1,34 @@
-//! `cargo xtask codegen` for `crates/udn-ovsdb/src/nb/generated/`: one file per table of the
-//! vendored `OVN_Northbound` schema (a module with the table and column name constants, the
-//! typed struct and its `NbTable` impl) and a `mod.rs` listing them.
+//! `cargo xtask codegen` for the typed tables of the vendored OVSDB schemas
+//! ([`DATABASES`]: `OVN_Northbound` in `crates/udn-ovsdb/src/nb/generated/`,
+//! `OVN_Southbound` in `src/sb/generated/`, `Open_vSwitch` in `src/vswitch/generated/`):
+//! per database, one file per table (a module with the table and column name constants, the
+//! typed struct and its `Table` impl) and a `mod.rs` listing them.
 //!
 //! [`render`] is a pure function of the schema; [`rustfmt`] then formats its output, so the
 //! checked-in file is exactly what `cargo fmt` keeps.
 //!
 //! Naming rules:
 //! - structs are the table name in UpperCamelCase, each `_`-separated part capitalised and
-//!   the rest lower-cased (`NB_Global` -> `NbGlobal`, `ACL` -> `Acl`, `QoS` -> `Qos`);
+//!   the rest lower-cased (`NB_Global` -> `NbGlobal`, `ACL` -> `Acl`, `QoS` -> `Qos`,
+//!   `Open_vSwitch` -> `OpenVswitch`);
 //! - fields, modules and file names are lower-cased names (`Logical_Switch` ->
 //!   `logical_switch`, in `logical_switch.rs`); a name
 //!   that is a Rust keyword gets a trailing `_` (`type` -> `type_`, `match` -> `match_`);
-//! - column constants are upper-cased column names (`match` -> `MATCH`).
+//! - column constants are upper-cased column names (`match` -> `MATCH`); a column named
+//!   `table` (`RBAC_Permission.table`) gets `TABLE_`, `TABLE` being the table name.
 //!
 //! Column types map to `i64`/`f64`/`bool`/`String`/`Uuid` for scalars, `Option<T>` for
 //! optional values (0 or 1 element), `BTreeSet<T>` for sets (`Vec<f64>` for reals, which
 //! are not `Ord`) and `BTreeMap<K, V>` for maps (`Vec<(f64, V)>` for real keys).
 //!
-//! Bootstrap: xtask links `udn-ovsdb`, which includes the generated file; a change to
-//! `nb/table.rs` that breaks the checked-in file must regenerate it in the same change.
+//! The schemas are read from their files, so a newly vendored schema can be generated before
+//! `udn-ovsdb` compiles its module. Bootstrap: xtask links `udn-ovsdb`, which includes the
+//! generated files; a change to `udn-ovsdb/src/table.rs` that breaks the checked-in files
+//! must regenerate them in the same change.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -34,24 +41,54 @@ use udn_ovsdb::schema::{
 
 use crate::codegen::GeneratedFile;
 
-/// The directory of the generated files, relative to the workspace root.
-pub const NB_GENERATED_DIR: &str = "crates/udn-ovsdb/src/nb/generated";
+/// One vendored database whose typed tables are generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Database {
+    /// The `udn-ovsdb` module holding the tables (`nb`): the generated impls name its
+    /// `DATABASE` constant.
+    pub module: &'static str,
+    /// The vendored schema, relative to the workspace root (compiled into
+    /// `udn_ovsdb::<module>::SCHEMA_JSON`).
+    pub schema_path: &'static str,
+    /// The directory of the generated files, relative to the workspace root.
+    pub generated_dir: &'static str,
+}
 
-/// The schema it is generated from, relative to the workspace root (compiled into
-/// `udn_ovsdb::nb::SCHEMA_JSON`).
-pub const NB_SCHEMA_PATH: &str = "crates/udn-ovsdb/schema/ovn-nb.ovsschema";
+/// `OVN_Northbound`.
+pub const NB: Database = Database {
+    module: "nb",
+    schema_path: "crates/udn-ovsdb/schema/ovn-nb.ovsschema",
+    generated_dir: "crates/udn-ovsdb/src/nb/generated",
+};
+
+/// `OVN_Southbound`.
+pub const SB: Database = Database {
+    module: "sb",
+    schema_path: "crates/udn-ovsdb/schema/ovn-sb.ovsschema",
+    generated_dir: "crates/udn-ovsdb/src/sb/generated",
+};
+
+/// `Open_vSwitch`.
+pub const VSWITCH: Database = Database {
+    module: "vswitch",
+    schema_path: "crates/udn-ovsdb/schema/vswitch.ovsschema",
+    generated_dir: "crates/udn-ovsdb/src/vswitch/generated",
+};
+
+/// Every database with generated tables, in generation order.
+pub const DATABASES: [Database; 3] = [NB, SB, VSWITCH];
 
 /// Names the generated module imports or declares, which no table may take.
 const TAKEN_TYPE_NAMES: [&str; 12] = [
     "BTreeMap",
     "BTreeSet",
-    "NbTable",
     "Option",
     "Row",
     "RowError",
     "RowReader",
     "Self",
     "String",
+    "Table",
     "Uuid",
     "Vec",
     "TABLES",
@@ -66,16 +103,27 @@ const KEYWORDS: [&str; 52] = [
     "unsafe", "unsized", "use", "virtual", "where", "while", "yield", "union",
 ];
 
-/// The generated files for the vendored schema, formatted.
+/// The generated files of every database of [`DATABASES`], formatted.
 pub fn generated_files(root: &Path) -> anyhow::Result<Vec<GeneratedFile>> {
-    let schema = DbSchema::from_text(udn_ovsdb::nb::SCHEMA_JSON)
-        .with_context(|| format!("parse {NB_SCHEMA_PATH}"))?;
-    render(&schema)
-        .context("render the typed NB tables")?
+    let mut files = Vec::new();
+    for database in &DATABASES {
+        files.extend(database_files(root, database)?);
+    }
+    Ok(files)
+}
+
+/// The generated files of `database`, formatted, from its schema file under `root`.
+pub fn database_files(root: &Path, database: &Database) -> anyhow::Result<Vec<GeneratedFile>> {
+    let path = root.join(database.schema_path);
+    let text = fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    let schema =
+        DbSchema::from_text(&text).with_context(|| format!("parse {}", database.schema_path))?;
+    render(database, &schema)
+        .with_context(|| format!("render the typed tables of {}", database.schema_path))?
         .into_iter()
         .map(|(name, source)| {
             Ok(GeneratedFile {
-                path: Path::new(NB_GENERATED_DIR).join(name),
+                path: Path::new(database.generated_dir).join(name),
                 contents: rustfmt(root, &source)?,
             })
         })
@@ -110,10 +158,10 @@ pub fn rustfmt(root: &Path, source: &str) -> anyhow::Result<String> {
     String::from_utf8(out.stdout).context("rustfmt output is not UTF-8")
 }
 
-/// The Rust sources of the typed tables of `schema`, unformatted, as (file name, source):
-/// `mod.rs` first, then one `<table module>.rs` per table. Fails on names that would collide
-/// once converted to Rust identifiers.
-pub fn render(schema: &DbSchema) -> anyhow::Result<Vec<(String, String)>> {
+/// The Rust sources of the typed tables of `schema` (the schema of `database`), unformatted,
+/// as (file name, source): `mod.rs` first, then one `<table module>.rs` per table. Fails on
+/// names that would collide once converted to Rust identifiers.
+pub fn render(database: &Database, schema: &DbSchema) -> anyhow::Result<Vec<(String, String)>> {
     let mut type_names = BTreeSet::new();
     let mut module_names = BTreeSet::new();
     for name in schema.tables.keys() {
@@ -131,19 +179,19 @@ pub fn render(schema: &DbSchema) -> anyhow::Result<Vec<(String, String)>> {
             );
         }
     }
-    let mut files = vec![("mod.rs".to_owned(), render_mod(schema))];
+    let mut files = vec![("mod.rs".to_owned(), render_mod(database, schema))];
     for (name, table) in &schema.tables {
         let mut out = String::new();
-        render_table(&mut out, name, table)?;
+        render_table(&mut out, database, name, table)?;
         files.push((format!("{}.rs", snake_name(name)), out));
     }
     Ok(files)
 }
 
 /// `mod.rs`: the table modules, their structs re-exported, and the list of tables.
-fn render_mod(schema: &DbSchema) -> String {
+fn render_mod(database: &Database, schema: &DbSchema) -> String {
     let mut out = String::new();
-    header(&mut out, schema);
+    header(&mut out, database, schema);
     for name in schema.tables.keys() {
         let _ = writeln!(out, "pub mod {};", snake_name(name));
     }
@@ -160,27 +208,29 @@ fn render_mod(schema: &DbSchema) -> String {
     out
 }
 
-fn generated_marker(out: &mut String) {
+fn generated_marker(out: &mut String, database: &Database) {
     let _ = writeln!(
         out,
-        "// @generated by `cargo xtask codegen` from {NB_SCHEMA_PATH}; do not edit.\n\
+        "// @generated by `cargo xtask codegen` from {}; do not edit.\n\
          // Regenerate with `cargo xtask codegen`; `cargo xtask codegen --check` (CI) fails when\n\
-         // this file is stale.\n"
+         // this file is stale.\n",
+        database.schema_path
     );
 }
 
-fn header(out: &mut String, schema: &DbSchema) {
-    generated_marker(out);
+fn header(out: &mut String, database: &Database, schema: &DbSchema) {
+    generated_marker(out, database);
     let _ = writeln!(
         out,
         "//! Typed rows of every table of the vendored `{}` schema {}: one struct per table\n\
          //! (fields sorted by column name, after the row's `uuid`), in a module per table with the\n\
-         //! table and column names and an [`NbTable`](super::NbTable) impl converting to and from\n\
-         //! rows.\n\
+         //! table and column names and a [`Table`](crate::table::Table) impl converting to and\n\
+         //! from rows.\n\
          //!\n\
-         //! Naming: structs are table names in UpperCamelCase (`NB_Global` -> `NbGlobal`), fields\n\
-         //! and modules lower-cased names, with a trailing `_` on Rust keywords (`type_`,\n\
-         //! `match_`); column constants are upper-cased column names.\n",
+         //! Naming: structs are table names in UpperCamelCase (`Logical_Switch` ->\n\
+         //! `LogicalSwitch`, `NB_Global` -> `NbGlobal`), fields and modules lower-cased names,\n\
+         //! with a trailing `_` on Rust keywords (`type_`, `match_`); column constants are\n\
+         //! upper-cased column names (`TABLE_` for a column named `table`).\n",
         schema.name, schema.version
     );
 }
@@ -219,13 +269,18 @@ fn imports(out: &mut String, columns: &[Column<'_>]) {
     .into_iter()
     .filter_map(|(name, used)| used.then_some(name))
     .collect();
-    let mut table_items = vec!["NbTable", "RowError", "RowReader"];
+    let _ = writeln!(out, "use crate::protocol::{{Row, Uuid}};");
+    let mut table_items = vec!["RowError", "RowReader", "Table"];
     table_items.extend(helpers);
-    let _ = writeln!(out, "use crate::nb::table::{{{}}};", table_items.join(", "));
-    let _ = writeln!(out, "use crate::protocol::{{Row, Uuid}};\n");
+    let _ = writeln!(out, "use crate::table::{{{}}};\n", table_items.join(", "));
 }
 
-fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Result<()> {
+fn render_table(
+    out: &mut String,
+    database: &Database,
+    name: &str,
+    table: &TableSchema,
+) -> anyhow::Result<()> {
     let ty = type_name(name);
     let columns: Vec<Column<'_>> = table
         .columns
@@ -234,11 +289,11 @@ fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Re
         .collect();
     check_column_names(name, &columns)?;
 
-    generated_marker(out);
+    generated_marker(out, database);
     let _ = writeln!(
         out,
         "//! The `{name}` table: its name and column names, the typed row [`{ty}`] and its\n\
-         //! [`NbTable`] impl.\n"
+         //! [`Table`] impl.\n"
     );
     imports(out, &columns);
     let _ = writeln!(out, "/// The table name.");
@@ -293,7 +348,7 @@ fn render_table(out: &mut String, name: &str, table: &TableSchema) -> anyhow::Re
         render_default(out, &ty, &columns);
     }
     // The name constants are items of this same module.
-    render_impl(out, &ty, "self", &columns);
+    render_impl(out, (&ty, database.module), "self", &columns);
     Ok(())
 }
 
@@ -341,8 +396,17 @@ fn render_default(out: &mut String, ty: &str, columns: &[Column<'_>]) {
     let _ = writeln!(out, "}}\n");
 }
 
-fn render_impl(out: &mut String, ty: &str, module: &str, columns: &[Column<'_>]) {
-    let _ = writeln!(out, "impl NbTable for {ty} {{");
+fn render_impl(
+    out: &mut String,
+    (ty, database): (&str, &str),
+    module: &str,
+    columns: &[Column<'_>],
+) {
+    let _ = writeln!(out, "impl Table for {ty} {{");
+    let _ = writeln!(
+        out,
+        "    const DATABASE: &'static str = crate::{database}::DATABASE;"
+    );
     let _ = writeln!(out, "    const TABLE: &'static str = {module}::TABLE;");
     let _ = writeln!(out, "    const COLUMNS: &'static [&'static str] = &[");
     for column in columns {
@@ -466,7 +530,7 @@ impl<'s> Column<'s> {
             schema,
             kind: Kind::of(&schema.ty),
             field: snake_name(name),
-            constant: snake_name(name).trim_end_matches('_').to_uppercase(),
+            constant: column_constant(name),
         }
     }
 
@@ -557,6 +621,17 @@ fn base_words(base: &BaseType, plural: bool) -> String {
         AtomicType::Uuid => "UUID",
     };
     format!("{noun}{s}")
+}
+
+/// A column's name constant: the upper-cased name without a keyword's `_`, and `TABLE_` for
+/// `table` (the module's `TABLE` is the table name).
+pub fn column_constant(column: &str) -> String {
+    let constant = snake_name(column).trim_end_matches('_').to_uppercase();
+    if constant == "TABLE" {
+        "TABLE_".to_owned()
+    } else {
+        constant
+    }
 }
 
 /// A table name as a Rust type: `Logical_Switch` -> `LogicalSwitch`, `NB_Global` -> `NbGlobal`.

@@ -4,7 +4,7 @@
 
 pub mod bench;
 pub mod codegen;
-pub mod codegen_nb;
+pub mod codegen_ovsdb;
 
 use clap::{Parser, Subcommand};
 
@@ -20,8 +20,8 @@ pub struct Cli {
 /// The tasks.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write the generated files (CRD manifests under manifests/crds/, typed NB tables in
-    /// crates/udn-ovsdb/src/nb/generated/).
+    /// Write the generated files (CRD manifests under manifests/crds/, typed OVSDB tables in
+    /// crates/udn-ovsdb/src/{nb,sb,vswitch}/generated/).
     Codegen {
         /// Do not write; fail if any generated file is missing or stale.
         #[arg(long)]

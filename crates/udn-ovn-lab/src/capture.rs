@@ -160,6 +160,11 @@ impl<'lab> Capture<'lab> {
         })
     }
 
+    /// The tcpdump process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Every packet captured so far.
     pub fn packets(&self) -> Vec<Packet> {
         let (lock, _) = &*self.seen;

@@ -173,6 +173,11 @@ impl<'lab> TcpListener<'lab> {
         }
     }
 
+    /// The nc process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The port.
     pub fn port(&self) -> u16 {
         self.port

@@ -4,8 +4,9 @@
 //! - [`protocol`]: atoms, sets, maps, rows, the transaction operations and their results,
 //!   monitor notifications; [`jsonrpc`]: JSON-RPC 1.0 framing and messages. Pure.
 //! - [`schema`]: `.ovsschema` parsing, canonical values per column type, compatibility of a
-//!   server's schema with what a client needs; [`nb`]: the vendored OVN Northbound schema
-//!   and typed tables generated from it. Pure.
+//!   server's schema with what a client needs; [`nb`], [`sb`], [`vswitch`]: the vendored
+//!   OVN Northbound, OVN Southbound and Open vSwitch schemas and typed tables generated from
+//!   them, all implementing [`table::Table`]. Pure.
 //! - [`replica`]: the in-memory copy of the monitored tables. Pure.
 //! - [`client`]: the connection (unix or TCP): requests, monitor, echo, timeouts,
 //!   reconnect and resync of the replica.
@@ -18,5 +19,8 @@ pub mod jsonrpc;
 pub mod nb;
 pub mod protocol;
 pub mod replica;
+pub mod sb;
 pub mod schema;
+pub mod table;
 pub mod testing;
+pub mod vswitch;

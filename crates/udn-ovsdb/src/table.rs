@@ -1,6 +1,7 @@
-//! What every typed Northbound table offers ([`NbTable`]), the error of reading a row into
-//! one ([`RowError`]), and the conversions between Rust field types and OVSDB values that the
-//! generated code (`generated/`) calls.
+//! What every typed table offers ([`Table`]: implemented by the generated structs of
+//! [`crate::nb`], [`crate::sb`] and [`crate::vswitch`]), the error of reading a row into one
+//! ([`RowError`]), and the conversions between Rust field types and OVSDB values that the
+//! generated code calls.
 //!
 //! Writing gives the canonical form of each column (what `ColumnType::normalize` produces):
 //! scalars as [`Value::Atom`], optional values and sets as sorted, duplicate-free
@@ -13,8 +14,12 @@ use std::cmp::Ordering;
 use crate::protocol::{Atom, Row, Uuid, Value};
 use crate::schema::atom_cmp;
 
-/// A typed row of one `OVN_Northbound` table, convertible to and from a [`Row`].
-pub trait NbTable: Sized {
+/// A typed row of one table of a vendored schema, convertible to and from a [`Row`].
+/// (`nb::NbTable` is this trait under its older name.)
+pub trait Table: Sized {
+    /// The database the table belongs to (`OVN_Northbound`, `OVN_Southbound`,
+    /// `Open_vSwitch`).
+    const DATABASE: &'static str;
     /// The table name, as the schema spells it.
     const TABLE: &'static str;
     /// Every column of the table in the vendored schema, sorted.

@@ -3,15 +3,13 @@
 //! decoded into the same typed value.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Debug;
-use std::time::Duration;
+mod support;
 
-use udn_ovsdb::client::{Client, ClientConfig};
-use udn_ovsdb::nb::{self, *};
-use udn_ovsdb::protocol::{Atom, Operation, OperationResult, Uuid, Value};
-use udn_ovsdb::schema::{DbSchema, Requirements};
-use udn_ovsdb::testing::OvsdbServer;
+use std::collections::{BTreeMap, BTreeSet};
+
+use support::{Txn, check, connect};
+use udn_ovsdb::nb::*;
+use udn_ovsdb::testing::{OvsdbServer, Vendored};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -31,66 +29,10 @@ fn ids(network: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// One transaction under construction: typed rows with named-UUID references.
-#[derive(Default)]
-struct Txn {
-    ops: Vec<Operation>,
-    names: Vec<String>,
-}
-
-impl Txn {
-    /// Inserts `value` as `name`; `refs` sets reference columns to rows inserted earlier.
-    fn insert<T: NbTable>(&mut self, name: &str, value: &T, refs: &[(&str, &[&str])]) {
-        let mut row = value.to_row();
-        for (column, targets) in refs {
-            let atoms: Vec<Atom> = targets
-                .iter()
-                .map(|t| Atom::NamedUuid((*t).to_owned()))
-                .collect();
-            row.insert((*column).to_owned(), Value::Set(atoms));
-        }
-        self.ops.push(Operation::Insert {
-            table: T::TABLE.to_owned(),
-            row,
-            uuid_name: Some(name.to_owned()),
-        });
-        self.names.push(name.to_owned());
-    }
-}
-
-async fn check<T: NbTable + PartialEq + Debug>(
-    client: &Client,
-    uuids: &BTreeMap<String, Uuid>,
-    name: &str,
-    mut expected: T,
-    fill: impl FnOnce(&mut T, &dyn Fn(&str) -> Uuid),
-) {
-    let uuid = uuids[name];
-    let lookup = |n: &str| uuids[n];
-    fill(&mut expected, &lookup);
-    let replica = client.replica();
-    let row = replica
-        .get(T::TABLE, &uuid)
-        .unwrap_or_else(|| panic!("{} row {name} missing from the replica", T::TABLE));
-    let read = T::from_row(Some(uuid), row).unwrap();
-    assert_eq!(read.uuid(), Some(uuid));
-    // The server fills nothing in these tables by itself (no northd here): what we wrote
-    // is what we read, column for column.
-    let mut expected_row = expected.to_row();
-    let mut read_row = read.to_row();
-    expected_row.remove("_uuid");
-    read_row.remove("_uuid");
-    assert_eq!(read_row, expected_row, "table {}", T::TABLE);
-}
-
 #[tokio::test]
 async fn every_written_table_round_trips_through_the_server() {
     let server = OvsdbServer::start_nb().unwrap();
-    let schema = DbSchema::from_text(nb::SCHEMA_JSON).unwrap();
-    let mut config = ClientConfig::new(server.endpoint(), nb::DATABASE);
-    config.monitor = Requirements::everything_in(&schema);
-    config.request_timeout = Duration::from_secs(10);
-    let client = Client::connect(config).await.unwrap();
+    let client = connect(&server, Vendored::Nb).await;
 
     let band = MeterBand {
         action: "drop".into(),
@@ -355,49 +297,34 @@ async fn every_written_table_round_trips_through_the_server() {
     txn.insert("dhcp", &dhcp, &[]);
     txn.insert("smb", &static_mac, &[]);
 
-    let results = client.transact(txn.ops).await.unwrap();
-    let uuids: BTreeMap<String, Uuid> = txn
-        .names
-        .iter()
-        .zip(&results)
-        .map(|(name, result)| match result {
-            OperationResult::Inserted(uuid) => (name.clone(), *uuid),
-            other => panic!("insert {name}: {other:?}"),
-        })
-        .collect();
+    let uuids = txn.commit(&client).await;
 
-    check(&client, &uuids, "band", band, |_, _| {}).await;
+    check(&client, &uuids, "band", band, |_, _| {});
     check(&client, &uuids, "meter", meter, |m, u| {
         m.bands = BTreeSet::from([u("band")]);
-    })
-    .await;
-    check(&client, &uuids, "copp", copp, |_, _| {}).await;
-    check(&client, &uuids, "as", address_set, |_, _| {}).await;
-    check(&client, &uuids, "hc", health_check, |_, _| {}).await;
+    });
+    check(&client, &uuids, "copp", copp, |_, _| {});
+    check(&client, &uuids, "as", address_set, |_, _| {});
+    check(&client, &uuids, "hc", health_check, |_, _| {});
     check(&client, &uuids, "lb", lb, |l, u| {
         l.health_check = BTreeSet::from([u("hc")]);
-    })
-    .await;
+    });
     check(&client, &uuids, "lbg", lb_group, |g, u| {
         g.load_balancer = BTreeSet::from([u("lb")]);
-    })
-    .await;
-    check(&client, &uuids, "gwc", gateway_chassis, |_, _| {}).await;
-    check(&client, &uuids, "hac", ha_chassis, |_, _| {}).await;
+    });
+    check(&client, &uuids, "gwc", gateway_chassis, |_, _| {});
+    check(&client, &uuids, "hac", ha_chassis, |_, _| {});
     check(&client, &uuids, "hag", ha_group, |g, u| {
         g.ha_chassis = BTreeSet::from([u("hac")]);
-    })
-    .await;
+    });
     check(&client, &uuids, "rtos", rtos, |p, u| {
         p.gateway_chassis = BTreeSet::from([u("gwc")]);
-    })
-    .await;
-    check(&client, &uuids, "route", route, |_, _| {}).await;
-    check(&client, &uuids, "policy", policy, |_, _| {}).await;
+    });
+    check(&client, &uuids, "route", route, |_, _| {});
+    check(&client, &uuids, "policy", policy, |_, _| {});
     check(&client, &uuids, "nat", nat, |n, u| {
         n.allowed_ext_ips = Some(u("as"));
-    })
-    .await;
+    });
     check(&client, &uuids, "router", router, |r, u| {
         r.ports = BTreeSet::from([u("rtos")]);
         r.static_routes = BTreeSet::from([u("route")]);
@@ -405,30 +332,26 @@ async fn every_written_table_round_trips_through_the_server() {
         r.nat = BTreeSet::from([u("nat")]);
         r.copp = Some(u("copp"));
         r.load_balancer_group = BTreeSet::from([u("lbg")]);
-    })
-    .await;
-    check(&client, &uuids, "stor", stor, |_, _| {}).await;
+    });
+    check(&client, &uuids, "stor", stor, |_, _| {});
     check(&client, &uuids, "mgmt", mgmt, |p, u| {
         p.ha_chassis_group = Some(u("hag"));
-    })
-    .await;
-    check(&client, &uuids, "acl", acl, |_, _| {}).await;
-    check(&client, &uuids, "qos", qos, |_, _| {}).await;
+    });
+    check(&client, &uuids, "acl", acl, |_, _| {});
+    check(&client, &uuids, "qos", qos, |_, _| {});
     check(&client, &uuids, "switch", switch, |s, u| {
         s.ports = BTreeSet::from([u("stor"), u("mgmt")]);
         s.acls = BTreeSet::from([u("acl")]);
         s.qos_rules = BTreeSet::from([u("qos")]);
         s.load_balancer = BTreeSet::from([u("lb")]);
         s.copp = Some(u("copp"));
-    })
-    .await;
+    });
     check(&client, &uuids, "pg", port_group, |g, u| {
         g.ports = BTreeSet::from([u("mgmt")]);
         g.acls = BTreeSet::from([u("acl")]);
-    })
-    .await;
-    check(&client, &uuids, "dhcp", dhcp, |_, _| {}).await;
-    check(&client, &uuids, "smb", static_mac, |_, _| {}).await;
+    });
+    check(&client, &uuids, "dhcp", dhcp, |_, _| {});
+    check(&client, &uuids, "smb", static_mac, |_, _| {});
 
     // What ovn-nbctl (a separate IDL client) reads back agrees.
     let show = server.nbctl(&["show"]).unwrap();

@@ -3,14 +3,18 @@
 //!
 //! Each table `T` has a struct named in UpperCamelCase (`NB_Global` -> [`NbGlobal`]) with
 //! `uuid` and one field per column (Rust keywords get a trailing `_`: `type_`, `match_`), a
-//! module of name constants (`logical_switch::TABLE`, `logical_switch::PORTS`) and an
-//! [`NbTable`] impl converting to and from protocol rows.
+//! module of name constants (`logical_switch::TABLE`, `logical_switch::PORTS`) and a
+//! [`Table`](crate::table::Table) impl converting to and from protocol rows.
 
 mod generated;
-mod table;
 
+/// The typed-table trait under its first name (it is [`crate::table::Table`], shared by
+/// every vendored database).
+pub use crate::table::Table as NbTable;
+pub use crate::table::{RowError, Table};
 pub use generated::*;
-pub use table::{NbTable, RowError};
+
+use crate::schema::{DbSchema, SchemaError};
 
 /// The vendored `OVN_Northbound` schema, verbatim.
 pub const SCHEMA_JSON: &str = include_str!("../../schema/ovn-nb.ovsschema");
@@ -20,3 +24,8 @@ pub const SCHEMA_VERSION: &str = "7.0.0";
 
 /// The database name.
 pub const DATABASE: &str = "OVN_Northbound";
+
+/// The vendored schema, parsed.
+pub fn schema() -> Result<DbSchema, SchemaError> {
+    DbSchema::from_text(SCHEMA_JSON)
+}

@@ -6,8 +6,9 @@
 //! life; [`OvsdbServer::kill`] sends SIGKILL and then waits for that lock, so it returns once
 //! the process has released its memory and files (a daemon that nobody reaps stays a zombie).
 //!
-//! Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` and (for [`OvsdbServer::nbctl`]) `ovn-nbctl`
-//! on `PATH` (Debian: `ovn-central`).
+//! Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` and, for [`OvsdbServer::nbctl`] and
+//! [`OvsdbServer::sbctl`], `ovn-nbctl` and `ovn-sbctl` on `PATH` (Debian: `ovn-central`);
+//! [`OvsdbServer::vsctl`] needs `ovs-vsctl` (Debian: `openvswitch-switch`).
 
 mod sample;
 
@@ -23,7 +24,38 @@ use rustix::process::{Pid, Signal, kill_process};
 use serde_json::json;
 
 use crate::client::Endpoint;
-use crate::nb;
+use crate::{nb, sb, vswitch};
+
+/// A vendored database a server can be started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vendored {
+    /// `OVN_Northbound` ([`crate::nb`]).
+    Nb,
+    /// `OVN_Southbound` ([`crate::sb`]).
+    Sb,
+    /// `Open_vSwitch` ([`crate::vswitch`]).
+    Vswitch,
+}
+
+impl Vendored {
+    /// The vendored schema text.
+    pub fn schema_json(self) -> &'static str {
+        match self {
+            Self::Nb => nb::SCHEMA_JSON,
+            Self::Sb => sb::SCHEMA_JSON,
+            Self::Vswitch => vswitch::SCHEMA_JSON,
+        }
+    }
+
+    /// The database name.
+    pub fn database(self) -> &'static str {
+        match self {
+            Self::Nb => nb::DATABASE,
+            Self::Sb => sb::DATABASE,
+            Self::Vswitch => vswitch::DATABASE,
+        }
+    }
+}
 
 /// A harness step that failed.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +136,7 @@ fn run(program: &str, args: &[&str]) -> Result<Output, HarnessError> {
     let output = Command::new(program)
         .args(args)
         .env_remove("OVN_NB_DAEMON")
+        .env_remove("OVN_SB_DAEMON")
         .output()
         .map_err(|source| HarnessError::Spawn {
             program: program.to_owned(),
@@ -151,9 +184,34 @@ impl OvsdbServer {
         Ok(server)
     }
 
-    /// Starts a server with a fresh database from the vendored Northbound schema.
+    /// Starts a server with a fresh, empty database from the vendored Northbound schema.
     pub fn start_nb() -> Result<Self, HarnessError> {
-        Self::start_schema_text(nb::SCHEMA_JSON)
+        Self::start_vendored(Vendored::Nb)
+    }
+
+    /// Starts a server with a fresh, empty database from the vendored Southbound schema.
+    pub fn start_sb() -> Result<Self, HarnessError> {
+        Self::start_vendored(Vendored::Sb)
+    }
+
+    /// Starts a server with a fresh database from the vendored Open vSwitch schema, holding
+    /// the one `Open_vSwitch` row (empty) that `ovs-vsctl init` creates on a host, so that
+    /// `ovs-vsctl` and writers of that row find it as on a node.
+    pub fn start_vswitch() -> Result<Self, HarnessError> {
+        let mut server = Self::create_from_text(vswitch::SCHEMA_JSON)?;
+        let txn = json!([vswitch::DATABASE,
+            {"op": "insert", "table": vswitch::open_vswitch::TABLE, "row": {}}]);
+        run(
+            "ovsdb-tool",
+            &["transact", &path_str(&server.db), &txn.to_string()],
+        )?;
+        server.launch()?;
+        Ok(server)
+    }
+
+    /// Starts a server with a fresh, empty database from a vendored schema.
+    pub fn start_vendored(database: Vendored) -> Result<Self, HarnessError> {
+        Self::start_schema_text(database.schema_json())
     }
 
     /// Starts a server with a fresh database from schema text (e.g. a modified schema).
@@ -407,10 +465,29 @@ impl OvsdbServer {
     /// Runs `ovn-nbctl --db=unix:<socket> --no-leader-only --timeout=10 <args>` and returns its
     /// standard output.
     pub fn nbctl(&self, args: &[&str]) -> Result<String, HarnessError> {
+        self.ctl("ovn-nbctl", &["--no-leader-only", "--timeout=10"], args)
+    }
+
+    /// Runs `ovn-sbctl --db=unix:<socket> --no-leader-only --timeout=10 <args>` (a server
+    /// started with [`OvsdbServer::start_sb`]) and returns its standard output.
+    pub fn sbctl(&self, args: &[&str]) -> Result<String, HarnessError> {
+        self.ctl("ovn-sbctl", &["--no-leader-only", "--timeout=10"], args)
+    }
+
+    /// Runs `ovs-vsctl --db=unix:<socket> --no-wait --timeout=10 <args>` (a server started
+    /// with [`OvsdbServer::start_vswitch`]; `--no-wait`: no `ovs-vswitchd` applies the
+    /// changes here) and returns its standard output.
+    pub fn vsctl(&self, args: &[&str]) -> Result<String, HarnessError> {
+        self.ctl("ovs-vsctl", &["--no-wait", "--timeout=10"], args)
+    }
+
+    /// Runs a database client `program` on this server's socket.
+    fn ctl(&self, program: &str, options: &[&str], args: &[&str]) -> Result<String, HarnessError> {
         let db = format!("--db=unix:{}", path_str(&self.socket));
-        let mut all = vec![db.as_str(), "--no-leader-only", "--timeout=10"];
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(options);
         all.extend_from_slice(args);
-        let output = run("ovn-nbctl", &all)?;
+        let output = run(program, &all)?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `ACL` table: its name and column names, the typed row [`Acl`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "ACL";
@@ -72,7 +72,8 @@ pub struct Acl {
     pub severity: Option<String>,
 }
 
-impl NbTable for Acl {
+impl Table for Acl {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ACTION,

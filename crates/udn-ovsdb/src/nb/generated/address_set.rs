@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Address_Set` table: its name and column names, the typed row [`AddressSet`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Address_Set";
@@ -34,7 +34,8 @@ pub struct AddressSet {
     pub name: String,
 }
 
-impl NbTable for AddressSet {
+impl Table for AddressSet {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::ADDRESSES, self::EXTERNAL_IDS, self::NAME];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Chassis_Template_Var` table: its name and column names, the typed row [`ChassisTemplateVar`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Chassis_Template_Var";
@@ -34,7 +34,8 @@ pub struct ChassisTemplateVar {
     pub variables: BTreeMap<String, String>,
 }
 
-impl NbTable for ChassisTemplateVar {
+impl Table for ChassisTemplateVar {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::CHASSIS, self::EXTERNAL_IDS, self::VARIABLES];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Connection` table: its name and column names, the typed row [`Connection`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Connection";
@@ -54,7 +54,8 @@ pub struct Connection {
     pub target: String,
 }
 
-impl NbTable for Connection {
+impl Table for Connection {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::EXTERNAL_IDS,

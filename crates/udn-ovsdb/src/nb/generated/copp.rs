@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Copp` table: its name and column names, the typed row [`Copp`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Copp";
@@ -34,7 +34,8 @@ pub struct Copp {
     pub name: String,
 }
 
-impl NbTable for Copp {
+impl Table for Copp {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::EXTERNAL_IDS, self::METERS, self::NAME];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `DHCP_Options` table: its name and column names, the typed row [`DhcpOptions`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "DHCP_Options";
@@ -34,7 +34,8 @@ pub struct DhcpOptions {
     pub options: BTreeMap<String, String>,
 }
 
-impl NbTable for DhcpOptions {
+impl Table for DhcpOptions {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::CIDR, self::EXTERNAL_IDS, self::OPTIONS];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `DNS` table: its name and column names, the typed row [`Dns`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, map_value};
 
 /// The table name.
 pub const TABLE: &str = "DNS";
@@ -30,7 +30,8 @@ pub struct Dns {
     pub records: BTreeMap<String, String>,
 }
 
-impl NbTable for Dns {
+impl Table for Dns {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::EXTERNAL_IDS, self::RECORDS];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Forwarding_Group` table: its name and column names, the typed row [`ForwardingGroup`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Forwarding_Group";
@@ -46,7 +46,8 @@ pub struct ForwardingGroup {
     pub vmac: String,
 }
 
-impl NbTable for ForwardingGroup {
+impl Table for ForwardingGroup {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::CHILD_PORT,

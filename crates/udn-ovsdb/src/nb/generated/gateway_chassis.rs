@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Gateway_Chassis` table: its name and column names, the typed row [`GatewayChassis`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Gateway_Chassis";
@@ -42,7 +42,8 @@ pub struct GatewayChassis {
     pub priority: i64,
 }
 
-impl NbTable for GatewayChassis {
+impl Table for GatewayChassis {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::CHASSIS_NAME,

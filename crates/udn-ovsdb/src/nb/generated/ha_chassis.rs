@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `HA_Chassis` table: its name and column names, the typed row [`HaChassis`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "HA_Chassis";
@@ -34,7 +34,8 @@ pub struct HaChassis {
     pub priority: i64,
 }
 
-impl NbTable for HaChassis {
+impl Table for HaChassis {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] =
         &[self::CHASSIS_NAME, self::EXTERNAL_IDS, self::PRIORITY];

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `HA_Chassis_Group` table: its name and column names, the typed row [`HaChassisGroup`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "HA_Chassis_Group";
@@ -34,7 +34,8 @@ pub struct HaChassisGroup {
     pub name: String,
 }
 
-impl NbTable for HaChassisGroup {
+impl Table for HaChassisGroup {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::EXTERNAL_IDS, self::HA_CHASSIS, self::NAME];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Load_Balancer` table: its name and column names, the typed row [`LoadBalancer`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Load_Balancer";
@@ -58,7 +58,8 @@ pub struct LoadBalancer {
     pub vips: BTreeMap<String, String>,
 }
 
-impl NbTable for LoadBalancer {
+impl Table for LoadBalancer {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::EXTERNAL_IDS,

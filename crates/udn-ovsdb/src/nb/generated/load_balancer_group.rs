@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Load_Balancer_Group` table: its name and column names, the typed row [`LoadBalancerGroup`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeSet;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Load_Balancer_Group";
@@ -30,7 +30,8 @@ pub struct LoadBalancerGroup {
     pub name: String,
 }
 
-impl NbTable for LoadBalancerGroup {
+impl Table for LoadBalancerGroup {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::LOAD_BALANCER, self::NAME];
 

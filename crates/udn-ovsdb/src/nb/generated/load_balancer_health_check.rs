@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Load_Balancer_Health_Check` table: its name and column names, the typed row [`LoadBalancerHealthCheck`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Load_Balancer_Health_Check";
@@ -34,7 +34,8 @@ pub struct LoadBalancerHealthCheck {
     pub vip: String,
 }
 
-impl NbTable for LoadBalancerHealthCheck {
+impl Table for LoadBalancerHealthCheck {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[self::EXTERNAL_IDS, self::OPTIONS, self::VIP];
 

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Logical_Router_Policy` table: its name and column names, the typed row [`LogicalRouterPolicy`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Logical_Router_Policy";
@@ -52,7 +52,8 @@ pub struct LogicalRouterPolicy {
     pub priority: i64,
 }
 
-impl NbTable for LogicalRouterPolicy {
+impl Table for LogicalRouterPolicy {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ACTION,

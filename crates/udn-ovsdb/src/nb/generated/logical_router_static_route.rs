@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Logical_Router_Static_Route` table: its name and column names, the typed row [`LogicalRouterStaticRoute`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Logical_Router_Static_Route";
@@ -56,7 +56,8 @@ pub struct LogicalRouterStaticRoute {
     pub route_table: String,
 }
 
-impl NbTable for LogicalRouterStaticRoute {
+impl Table for LogicalRouterStaticRoute {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::BFD,

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Logical_Switch_Port` table: its name and column names, the typed row [`LogicalSwitchPort`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Logical_Switch_Port";
@@ -86,7 +86,8 @@ pub struct LogicalSwitchPort {
     pub up: Option<bool>,
 }
 
-impl NbTable for LogicalSwitchPort {
+impl Table for LogicalSwitchPort {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ADDRESSES,

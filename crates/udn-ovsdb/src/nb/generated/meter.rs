@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Meter` table: its name and column names, the typed row [`Meter`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Meter";
@@ -44,7 +44,8 @@ pub struct Meter {
     pub unit: String,
 }
 
-impl NbTable for Meter {
+impl Table for Meter {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::BANDS,

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Meter_Band` table: its name and column names, the typed row [`MeterBand`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Meter_Band";
@@ -40,7 +40,8 @@ pub struct MeterBand {
     pub rate: i64,
 }
 
-impl NbTable for MeterBand {
+impl Table for MeterBand {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ACTION,

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Mirror` table: its name and column names, the typed row [`Mirror`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "Mirror";
@@ -50,7 +50,8 @@ pub struct Mirror {
     pub type_: String,
 }
 
-impl NbTable for Mirror {
+impl Table for Mirror {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::EXTERNAL_IDS,

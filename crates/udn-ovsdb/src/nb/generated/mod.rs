@@ -4,12 +4,13 @@
 
 //! Typed rows of every table of the vendored `OVN_Northbound` schema 7.0.0: one struct per table
 //! (fields sorted by column name, after the row's `uuid`), in a module per table with the
-//! table and column names and an [`NbTable`](super::NbTable) impl converting to and from
-//! rows.
+//! table and column names and a [`Table`](crate::table::Table) impl converting to and
+//! from rows.
 //!
-//! Naming: structs are table names in UpperCamelCase (`NB_Global` -> `NbGlobal`), fields
-//! and modules lower-cased names, with a trailing `_` on Rust keywords (`type_`,
-//! `match_`); column constants are upper-cased column names.
+//! Naming: structs are table names in UpperCamelCase (`Logical_Switch` ->
+//! `LogicalSwitch`, `NB_Global` -> `NbGlobal`), fields and modules lower-cased names,
+//! with a trailing `_` on Rust keywords (`type_`, `match_`); column constants are
+//! upper-cased column names (`TABLE_` for a column named `table`).
 
 pub mod acl;
 pub mod address_set;

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `NAT` table: its name and column names, the typed row [`Nat`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "NAT";
@@ -68,7 +68,8 @@ pub struct Nat {
     pub type_: String,
 }
 
-impl NbTable for Nat {
+impl Table for Nat {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ALLOWED_EXT_IPS,

@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `NB_Global` table: its name and column names, the typed row [`NbGlobal`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "NB_Global";
@@ -70,7 +70,8 @@ pub struct NbGlobal {
     pub ssl: Option<Uuid>,
 }
 
-impl NbTable for NbGlobal {
+impl Table for NbGlobal {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::CONNECTIONS,

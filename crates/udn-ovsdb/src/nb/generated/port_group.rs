@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `Port_Group` table: its name and column names, the typed row [`PortGroup`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value, set_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value, set_value};
 
 /// The table name.
 pub const TABLE: &str = "Port_Group";
@@ -38,7 +38,8 @@ pub struct PortGroup {
     pub ports: BTreeSet<Uuid>,
 }
 
-impl NbTable for PortGroup {
+impl Table for PortGroup {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] =
         &[self::ACLS, self::EXTERNAL_IDS, self::NAME, self::PORTS];

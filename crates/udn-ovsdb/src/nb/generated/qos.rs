@@ -3,12 +3,12 @@
 // this file is stale.
 
 //! The `QoS` table: its name and column names, the typed row [`Qos`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
 use std::collections::BTreeMap;
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value, map_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value, map_value};
 
 /// The table name.
 pub const TABLE: &str = "QoS";
@@ -52,7 +52,8 @@ pub struct Qos {
     pub priority: i64,
 }
 
-impl NbTable for Qos {
+impl Table for Qos {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::ACTION,

@@ -3,10 +3,10 @@
 // this file is stale.
 
 //! The `Static_MAC_Binding` table: its name and column names, the typed row [`StaticMacBinding`] and its
-//! [`NbTable`] impl.
+//! [`Table`] impl.
 
-use crate::nb::table::{NbTable, RowError, RowReader, atom_value};
 use crate::protocol::{Row, Uuid};
+use crate::table::{RowError, RowReader, Table, atom_value};
 
 /// The table name.
 pub const TABLE: &str = "Static_MAC_Binding";
@@ -36,7 +36,8 @@ pub struct StaticMacBinding {
     pub override_dynamic_mac: bool,
 }
 
-impl NbTable for StaticMacBinding {
+impl Table for StaticMacBinding {
+    const DATABASE: &'static str = crate::nb::DATABASE;
     const TABLE: &'static str = self::TABLE;
     const COLUMNS: &'static [&'static str] = &[
         self::IP,

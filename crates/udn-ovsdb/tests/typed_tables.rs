@@ -1,63 +1,134 @@
-//! The generated typed NB tables against the vendored schema: one struct per table with the
-//! schema's columns, canonical rows (what `ColumnType::normalize` produces), round trips,
-//! RFC defaults, tolerance of unknown columns and exact errors on wrong types.
+//! The generated typed tables of every vendored schema (OVN Northbound, OVN Southbound,
+//! Open vSwitch) against their schemas: one struct per table with the schema's columns,
+//! canonical rows (what `ColumnType::normalize` produces), round trips, RFC defaults,
+//! tolerance of unknown columns and exact errors on wrong types.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 
 use serde_json::json;
-use udn_ovsdb::nb::{self, NbTable, RowError, SCHEMA_JSON};
-use udn_ovsdb::nb::{
-    Acl, AddressSet, Bfd, ChassisTemplateVar, Connection, Copp, DhcpOptions, Dns, ForwardingGroup,
-    GatewayChassis, HaChassis, HaChassisGroup, LoadBalancer, LoadBalancerGroup,
-    LoadBalancerHealthCheck, LogicalRouter, LogicalRouterPolicy, LogicalRouterPort,
-    LogicalRouterStaticRoute, LogicalSwitch, LogicalSwitchPort, Meter, MeterBand, Mirror, Nat,
-    NbGlobal, PortGroup, Qos, Ssl, StaticMacBinding,
-};
+use udn_ovsdb::nb::{Acl, DhcpOptions, LogicalSwitch, LogicalSwitchPort, NbGlobal, NbTable, Qos};
 use udn_ovsdb::protocol::{Atom, Row, Uuid, Value, row_to_json};
 use udn_ovsdb::schema::{AtomicType, BaseType, ColumnType, DbSchema};
+use udn_ovsdb::table::{RowError, Table};
+use udn_ovsdb::{nb, sb, vswitch};
 
-/// Calls `$check::<T>()` for every generated table type and collects the results.
+/// Calls `$check::<T>()` for every generated table type of every database and collects the
+/// results.
 macro_rules! every_table {
     ($check:ident) => {
         vec![
-            $check::<Acl>(),
-            $check::<AddressSet>(),
-            $check::<Bfd>(),
-            $check::<ChassisTemplateVar>(),
-            $check::<Connection>(),
-            $check::<Copp>(),
-            $check::<DhcpOptions>(),
-            $check::<Dns>(),
-            $check::<ForwardingGroup>(),
-            $check::<GatewayChassis>(),
-            $check::<HaChassis>(),
-            $check::<HaChassisGroup>(),
-            $check::<LoadBalancer>(),
-            $check::<LoadBalancerGroup>(),
-            $check::<LoadBalancerHealthCheck>(),
-            $check::<LogicalRouter>(),
-            $check::<LogicalRouterPolicy>(),
-            $check::<LogicalRouterPort>(),
-            $check::<LogicalRouterStaticRoute>(),
-            $check::<LogicalSwitch>(),
-            $check::<LogicalSwitchPort>(),
-            $check::<Meter>(),
-            $check::<MeterBand>(),
-            $check::<Mirror>(),
-            $check::<Nat>(),
-            $check::<NbGlobal>(),
-            $check::<PortGroup>(),
-            $check::<Qos>(),
-            $check::<Ssl>(),
-            $check::<StaticMacBinding>(),
+            $check::<nb::Acl>(),
+            $check::<nb::AddressSet>(),
+            $check::<nb::Bfd>(),
+            $check::<nb::ChassisTemplateVar>(),
+            $check::<nb::Connection>(),
+            $check::<nb::Copp>(),
+            $check::<nb::DhcpOptions>(),
+            $check::<nb::Dns>(),
+            $check::<nb::ForwardingGroup>(),
+            $check::<nb::GatewayChassis>(),
+            $check::<nb::HaChassis>(),
+            $check::<nb::HaChassisGroup>(),
+            $check::<nb::LoadBalancer>(),
+            $check::<nb::LoadBalancerGroup>(),
+            $check::<nb::LoadBalancerHealthCheck>(),
+            $check::<nb::LogicalRouter>(),
+            $check::<nb::LogicalRouterPolicy>(),
+            $check::<nb::LogicalRouterPort>(),
+            $check::<nb::LogicalRouterStaticRoute>(),
+            $check::<nb::LogicalSwitch>(),
+            $check::<nb::LogicalSwitchPort>(),
+            $check::<nb::Meter>(),
+            $check::<nb::MeterBand>(),
+            $check::<nb::Mirror>(),
+            $check::<nb::Nat>(),
+            $check::<nb::NbGlobal>(),
+            $check::<nb::PortGroup>(),
+            $check::<nb::Qos>(),
+            $check::<nb::Ssl>(),
+            $check::<nb::StaticMacBinding>(),
+            $check::<sb::AddressSet>(),
+            $check::<sb::Bfd>(),
+            $check::<sb::Chassis>(),
+            $check::<sb::ChassisPrivate>(),
+            $check::<sb::ChassisTemplateVar>(),
+            $check::<sb::Connection>(),
+            $check::<sb::ControllerEvent>(),
+            $check::<sb::DatapathBinding>(),
+            $check::<sb::DhcpOptions>(),
+            $check::<sb::Dhcpv6Options>(),
+            $check::<sb::Dns>(),
+            $check::<sb::Encap>(),
+            $check::<sb::Fdb>(),
+            $check::<sb::GatewayChassis>(),
+            $check::<sb::HaChassis>(),
+            $check::<sb::HaChassisGroup>(),
+            $check::<sb::IgmpGroup>(),
+            $check::<sb::IpMulticast>(),
+            $check::<sb::LoadBalancer>(),
+            $check::<sb::LogicalDpGroup>(),
+            $check::<sb::LogicalFlow>(),
+            $check::<sb::MacBinding>(),
+            $check::<sb::Meter>(),
+            $check::<sb::MeterBand>(),
+            $check::<sb::Mirror>(),
+            $check::<sb::MulticastGroup>(),
+            $check::<sb::PortBinding>(),
+            $check::<sb::PortGroup>(),
+            $check::<sb::RbacPermission>(),
+            $check::<sb::RbacRole>(),
+            $check::<sb::SbGlobal>(),
+            $check::<sb::ServiceMonitor>(),
+            $check::<sb::Ssl>(),
+            $check::<sb::StaticMacBinding>(),
+            $check::<vswitch::Autoattach>(),
+            $check::<vswitch::Bridge>(),
+            $check::<vswitch::Controller>(),
+            $check::<vswitch::CtTimeoutPolicy>(),
+            $check::<vswitch::CtZone>(),
+            $check::<vswitch::Datapath>(),
+            $check::<vswitch::FlowSampleCollectorSet>(),
+            $check::<vswitch::FlowTable>(),
+            $check::<vswitch::Interface>(),
+            $check::<vswitch::Ipfix>(),
+            $check::<vswitch::Manager>(),
+            $check::<vswitch::Mirror>(),
+            $check::<vswitch::Netflow>(),
+            $check::<vswitch::OpenVswitch>(),
+            $check::<vswitch::Port>(),
+            $check::<vswitch::Qos>(),
+            $check::<vswitch::Queue>(),
+            $check::<vswitch::Sflow>(),
+            $check::<vswitch::Ssl>(),
         ]
     };
 }
 
-fn schema() -> DbSchema {
-    DbSchema::from_text(SCHEMA_JSON).unwrap()
+/// Tables per database: `OVN_Northbound`, `OVN_Southbound`, `Open_vSwitch`.
+const TABLE_COUNTS: [(&str, usize); 3] = [
+    (nb::DATABASE, 30),
+    (sb::DATABASE, 34),
+    (vswitch::DATABASE, 19),
+];
+
+/// The vendored schema of `database`.
+fn schema(database: &str) -> DbSchema {
+    match database {
+        nb::DATABASE => nb::schema(),
+        sb::DATABASE => sb::schema(),
+        vswitch::DATABASE => vswitch::schema(),
+        other => panic!("no vendored schema {other}"),
+    }
+    .unwrap()
+}
+
+/// What a check of one table type returns: its database and table.
+type Checked = (&'static str, &'static str);
+
+fn total() -> usize {
+    TABLE_COUNTS.iter().map(|(_, n)| n).sum()
 }
 
 /// A sample atom of `base`, the `i`th of its kind (enum columns cycle through their values).
@@ -97,9 +168,9 @@ fn sample_value(ty: &ColumnType) -> Value {
     ])
 }
 
-/// Every column of `table` with a sample value: (raw row, canonical row).
-fn sample_rows(table: &str) -> (Row, Row) {
-    let schema = schema();
+/// Every column of `table` of `database` with a sample value: (raw row, canonical row).
+fn sample_rows(database: &str, table: &str) -> (Row, Row) {
+    let schema = schema(database);
     let mut raw = Row::new();
     let mut canonical = Row::new();
     for (name, column) in &schema.table(table).unwrap().columns {
@@ -112,31 +183,66 @@ fn sample_rows(table: &str) -> (Row, Row) {
     (raw, canonical)
 }
 
-fn columns_match_schema<T: NbTable>() -> &'static str {
-    let schema = schema();
+fn columns_match_schema<T: Table>() -> Checked {
+    let schema = schema(T::DATABASE);
     let table = schema
         .table(T::TABLE)
         .unwrap_or_else(|| panic!("{} not in the schema", T::TABLE));
     let columns: Vec<&str> = table.columns.keys().map(String::as_str).collect();
     assert_eq!(T::COLUMNS, columns.as_slice(), "{}", T::TABLE);
-    T::TABLE
+    (T::DATABASE, T::TABLE)
 }
 
 #[test]
 fn every_table_has_a_struct_with_the_schema_columns() {
-    let tables: BTreeSet<&str> = every_table!(columns_match_schema).into_iter().collect();
-    let schema = schema();
-    let expected: BTreeSet<&str> = schema.tables.keys().map(String::as_str).collect();
-    assert_eq!(tables, expected);
-    assert_eq!(tables.len(), 30);
+    let checked = every_table!(columns_match_schema);
+    assert_eq!(checked.len(), total());
+    let lists = [
+        (nb::DATABASE, nb::TABLES),
+        (sb::DATABASE, sb::TABLES),
+        (vswitch::DATABASE, vswitch::TABLES),
+    ];
+    for ((database, count), (listed_database, listed)) in TABLE_COUNTS.into_iter().zip(lists) {
+        assert_eq!(database, listed_database);
+        let tables: BTreeSet<&str> = checked
+            .iter()
+            .filter(|(db, _)| *db == database)
+            .map(|(_, table)| *table)
+            .collect();
+        let schema = schema(database);
+        assert_eq!(schema.name, database);
+        let expected: BTreeSet<&str> = schema.tables.keys().map(String::as_str).collect();
+        assert_eq!(tables, expected, "{database}");
+        assert_eq!(tables.len(), count, "{database}");
+        assert_eq!(
+            listed,
+            expected.into_iter().collect::<Vec<_>>().as_slice(),
+            "{database}"
+        );
+    }
+}
+
+#[test]
+fn schema_versions_are_the_vendored_ones() {
+    for (database, version) in [
+        (nb::DATABASE, nb::SCHEMA_VERSION),
+        (sb::DATABASE, sb::SCHEMA_VERSION),
+        (vswitch::DATABASE, vswitch::SCHEMA_VERSION),
+    ] {
+        assert_eq!(schema(database).version, version, "{database}");
+    }
     assert_eq!(
-        nb::TABLES,
-        expected.into_iter().collect::<Vec<_>>().as_slice()
+        (
+            nb::SCHEMA_VERSION,
+            sb::SCHEMA_VERSION,
+            vswitch::SCHEMA_VERSION
+        ),
+        ("7.0.0", "20.27.0", "8.3.1")
     );
 }
 
-fn populated_round_trip<T: NbTable + Debug + PartialEq + Default>() -> &'static str {
-    let (raw, canonical) = sample_rows(T::TABLE);
+fn populated_round_trip<T: Table + Debug + PartialEq + Default>() -> Checked {
+    let (raw, canonical) = sample_rows(T::DATABASE, T::TABLE);
     let uuid = Uuid::from_u128(0xabc);
     let value = T::from_row(Some(uuid), &raw).unwrap();
     assert_eq!(value.uuid(), Some(uuid));
@@ -149,17 +255,17 @@ fn populated_round_trip<T: NbTable + Debug + PartialEq + Default>() -> &'static 
         "{}",
         T::TABLE
     );
-    T::TABLE
+    (T::DATABASE, T::TABLE)
 }
 
 #[test]
 fn populated_rows_round_trip_in_canonical_form() {
-    assert_eq!(every_table!(populated_round_trip).len(), 30);
+    assert_eq!(every_table!(populated_round_trip).len(), total());
 }
 
-fn to_row_is_normalized<T: NbTable>() -> &'static str {
-    let (raw, _) = sample_rows(T::TABLE);
-    let schema = schema();
+fn to_row_is_normalized<T: Table>() -> Checked {
+    let (raw, _) = sample_rows(T::DATABASE, T::TABLE);
+    let schema = schema(T::DATABASE);
     let row = T::from_row(None, &raw).unwrap().to_row();
     assert_eq!(
         row.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -174,32 +280,32 @@ fn to_row_is_normalized<T: NbTable>() -> &'static str {
             T::TABLE
         );
     }
-    T::TABLE
+    (T::DATABASE, T::TABLE)
 }
 
 #[test]
 fn to_row_equals_normalize_for_every_column() {
-    assert_eq!(every_table!(to_row_is_normalized).len(), 30);
+    assert_eq!(every_table!(to_row_is_normalized).len(), total());
 }
 
-fn missing_columns_are_defaults<T: NbTable + Debug + PartialEq + Default>() -> &'static str {
-    let schema = schema();
+fn missing_columns_are_defaults<T: Table + Debug + PartialEq + Default>() -> Checked {
+    let schema = schema(T::DATABASE);
     let value = T::from_row(None, &Row::new()).unwrap();
     assert_eq!(value, T::default(), "{}", T::TABLE);
     for (column, default) in value.to_row() {
         let ty = &schema.column(T::TABLE, &column).unwrap().ty;
         assert_eq!(default, ty.default_value(), "{}.{column}", T::TABLE);
     }
-    T::TABLE
+    (T::DATABASE, T::TABLE)
 }
 
 #[test]
 fn missing_columns_take_the_rfc_default() {
-    assert_eq!(every_table!(missing_columns_are_defaults).len(), 30);
+    assert_eq!(every_table!(missing_columns_are_defaults).len(), total());
 }
 
-fn unknown_columns_ignored<T: NbTable + Debug + PartialEq>() -> &'static str {
-    let (raw, _) = sample_rows(T::TABLE);
+fn unknown_columns_ignored<T: Table + Debug + PartialEq>() -> Checked {
+    let (raw, _) = sample_rows(T::DATABASE, T::TABLE);
     let mut newer = raw.clone();
     newer.insert(
         "column_from_a_newer_schema".to_owned(),
@@ -215,12 +321,12 @@ fn unknown_columns_ignored<T: NbTable + Debug + PartialEq>() -> &'static str {
         "{}",
         T::TABLE
     );
-    T::TABLE
+    (T::DATABASE, T::TABLE)
 }
 
 #[test]
 fn unknown_columns_are_ignored() {
-    assert_eq!(every_table!(unknown_columns_ignored).len(), 30);
+    assert_eq!(every_table!(unknown_columns_ignored).len(), total());
 }
 
 #[test]
@@ -306,6 +412,18 @@ fn names_follow_the_schema() {
     assert_eq!(DhcpOptions::TABLE, "DHCP_Options");
     assert_eq!(nb::nat::TYPE, "type");
     assert_eq!(nb::acl::MATCH, "match");
+    assert_eq!(LogicalSwitch::DATABASE, "OVN_Northbound");
+    assert_eq!(sb::PortBinding::TABLE, "Port_Binding");
+    assert_eq!(sb::PortBinding::DATABASE, "OVN_Southbound");
+    assert_eq!(sb::port_binding::TYPE, "type");
+    assert_eq!(sb::Dhcpv6Options::TABLE, "DHCPv6_Options");
+    // A column named `table` leaves `TABLE` to the table name.
+    assert_eq!(sb::rbac_permission::TABLE, "RBAC_Permission");
+    assert_eq!(sb::rbac_permission::TABLE_, "table");
+    assert_eq!(vswitch::OpenVswitch::TABLE, "Open_vSwitch");
+    assert_eq!(vswitch::OpenVswitch::DATABASE, "Open_vSwitch");
+    assert_eq!(vswitch::Sflow::TABLE, "sFlow");
+    assert_eq!(vswitch::interface::TYPE, "type");
 }
 
 fn read_error(table: &str, column: &str, value: Value) -> String {
