@@ -71,32 +71,37 @@ impl Daemon {
         if !process_alive(pid) || !is_program(pid, self.program) {
             return Ok(());
         }
-        let process = |action, source| LabError::Process {
-            step: step.to_owned(),
-            action,
-            pid,
-            source,
-        };
-        let pidfile = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&self.pidfile)
-            .map_err(|source| LabError::File {
-                step: step.to_owned(),
-                action: "open",
-                path: self.pidfile.clone(),
-                source,
-            })?;
-        if let Some(target) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-            match kill_process(target, Signal::KILL) {
-                Ok(()) | Err(rustix::io::Errno::SRCH) => {}
-                Err(errno) => return Err(process("signal", errno.into())),
-            }
-        }
-        wait_for_lock(&pidfile).map_err(|source| process("wait for the exit of", source))?;
+        kill_and_wait(step, pid, &self.pidfile)?;
         tracing::debug!(program = self.program, pid, "daemon killed");
         Ok(())
     }
+}
+
+/// SIGKILLs `pid` and waits until it has exited: its lock on `pidfile` goes with it.
+pub(crate) fn kill_and_wait(step: &str, pid: u32, pidfile: &Path) -> Result<(), LabError> {
+    let process = |action, source| LabError::Process {
+        step: step.to_owned(),
+        action,
+        pid,
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(pidfile)
+        .map_err(|source| LabError::File {
+            step: step.to_owned(),
+            action: "open",
+            path: pidfile.to_owned(),
+            source,
+        })?;
+    if let Some(target) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        match kill_process(target, Signal::KILL) {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+            Err(errno) => return Err(process("signal", errno.into())),
+        }
+    }
+    wait_for_lock(&file).map_err(|source| process("wait for the exit of", source))
 }
 
 impl Drop for Daemon {
@@ -113,7 +118,7 @@ fn is_program(pid: u32, program: &str) -> bool {
         .is_ok_and(|comm| program.starts_with(comm.trim()))
 }
 
-fn read_pid(step: &str, pidfile: &Path) -> Result<u32, LabError> {
+pub(crate) fn read_pid(step: &str, pidfile: &Path) -> Result<u32, LabError> {
     let content = std::fs::read_to_string(pidfile).map_err(|source| LabError::File {
         step: step.to_owned(),
         action: "read",

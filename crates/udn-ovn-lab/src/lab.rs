@@ -64,6 +64,7 @@ impl Lab {
         let started = Instant::now();
         config.validate()?;
         preflight()?;
+        crate::stale::clean_stale_labs();
         let run = RunDir::reserve()?;
         let prefix = run.prefix().to_owned();
         let mtu = config.underlay_mtu;

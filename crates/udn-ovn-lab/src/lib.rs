@@ -34,6 +34,7 @@ mod node_start;
 mod pod;
 mod probe;
 mod run_dir;
+mod stale;
 mod underlay;
 mod zone;
 
@@ -47,5 +48,6 @@ pub use netns::netns_with_prefix;
 pub use node::{DaemonKind, NbCfg, Node, NodeRss};
 pub use pod::{InterfaceSpec, Pod, PodInterface, PodSpec, Route};
 pub use probe::{Ping, Received, TcpListener};
+pub use stale::clean_stale_labs;
 pub use udn_ovsdb::testing::process_alive;
 pub use underlay::ExternalHost;

@@ -97,6 +97,7 @@ pub(crate) fn start_node(plan: NodePlan, role: ZoneRole) -> Result<Node, LabErro
     let ovs = start_ovsdb(
         step,
         &schema_file(step, VSWITCH_SCHEMA, "openvswitch-common")?,
+        &plan.dir,
     )?;
     let chassis_id = uuid::Uuid::new_v4().to_string();
     configure_open_vswitch(step, &plan, ovs.socket(), &sockets, &chassis_id)?;

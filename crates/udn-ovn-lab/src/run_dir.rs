@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::LabError;
 use crate::netns::netns_with_prefix;
+use crate::stale::write_owner;
 
 /// Where every lab's run directory lives, as `<this>-<prefix>`.
 pub(crate) const RUN_DIR_PREFIX: &str = "udn-ovn-lab";
@@ -40,6 +41,7 @@ impl RunDir {
                 }
             }
             let run = Self { prefix, path };
+            write_owner(step, &run.path)?;
             if netns_with_prefix(&format!("{}-", run.prefix)).is_empty() {
                 return Ok(run);
             }

@@ -10,6 +10,7 @@ use udn_ovsdb::testing::OvsdbServer;
 use crate::command::Cmd;
 use crate::daemon::Daemon;
 use crate::error::LabError;
+use crate::stale::record_ovsdb_dir;
 
 /// The installed OVN Northbound schema (it must match the installed ovn-northd).
 pub(crate) const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
@@ -50,11 +51,19 @@ pub(crate) fn schema_file(
     }
 }
 
-pub(crate) fn start_ovsdb(step: &str, schema: &Path) -> Result<OvsdbServer, LabError> {
-    OvsdbServer::start(schema).map_err(|source| LabError::Ovsdb {
+/// Starts an ovsdb-server and records its directory in `node_dir` (for
+/// [`crate::clean_stale_labs`]).
+pub(crate) fn start_ovsdb(
+    step: &str,
+    schema: &Path,
+    node_dir: &Path,
+) -> Result<OvsdbServer, LabError> {
+    let server = OvsdbServer::start(schema).map_err(|source| LabError::Ovsdb {
         step: step.to_owned(),
         source,
-    })
+    })?;
+    record_ovsdb_dir(step, node_dir, server.dir())?;
+    Ok(server)
 }
 
 /// `ovn-nbctl --db=unix:<nb> --timeout=<secs>` (no leader-only: the DB is standalone).
@@ -85,14 +94,14 @@ impl Zone {
     pub(crate) fn start(name: &str, dir: &Path, timeout: Duration) -> Result<Self, LabError> {
         let step = format!("start zone {name}");
         let step = step.as_str();
-        let nb = start_ovsdb(step, &schema_file(step, NB_SCHEMA, "ovn-common")?)?;
+        let nb = start_ovsdb(step, &schema_file(step, NB_SCHEMA, "ovn-common")?, dir)?;
         nbctl(nb.socket(), timeout).arg("init").run(step)?;
         nbctl(nb.socket(), timeout)
             .args(["set", "NB_Global", "."])
             .arg(format!("name={name}"))
             .arg(format!("options:name={name}"))
             .run(step)?;
-        let sb = start_ovsdb(step, &schema_file(step, SB_SCHEMA, "ovn-common")?)?;
+        let sb = start_ovsdb(step, &schema_file(step, SB_SCHEMA, "ovn-common")?, dir)?;
         sbctl(sb.socket(), timeout).arg("init").run(step)?;
         let pidfile = dir.join("ovn-northd.pid");
         let log = dir.join("ovn-northd.log");

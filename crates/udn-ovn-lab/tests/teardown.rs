@@ -106,3 +106,70 @@ fn a_panicking_test_leaves_nothing_behind() {
     assert!(result.is_err());
     footprint.recv().unwrap().assert_gone();
 }
+
+/// Set in the child process of [`a_killed_test_process_is_cleaned_up_by_the_next_lab`].
+const HOLD_ENV: &str = "UDN_OVN_LAB_HOLD";
+
+#[test]
+#[ignore = "helper: run as a child process by a_killed_test_process_is_cleaned_up_by_the_next_lab"]
+fn hold_a_lab_until_killed() {
+    if std::env::var_os(HOLD_ENV).is_none() {
+        return;
+    }
+    let lab = Lab::start(one_node()).unwrap();
+    let pids: Vec<String> = lab.pids().iter().map(u32::to_string).collect();
+    println!("LAB {} {}", lab.prefix(), pids.join(" "));
+    // Block until the parent kills this process; the lab is never dropped.
+    let _ = std::io::stdin().read_line(&mut String::new());
+    std::mem::forget(lab);
+}
+
+#[test]
+fn a_killed_test_process_is_cleaned_up_by_the_next_lab() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "hold_a_lab_until_killed",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(HOLD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with("LAB "))
+        .expect("the child reports its lab");
+    let mut words = line.split_whitespace().skip(1);
+    let prefix = words.next().unwrap().to_owned();
+    let pids: Vec<u32> = words.map(|pid| pid.parse().unwrap()).collect();
+    assert!(pids.iter().all(|pid| process_alive(*pid)));
+    assert!(!netns_with_prefix(&format!("{prefix}-")).is_empty());
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The daemons outlive their test process...
+    assert!(pids.iter().all(|pid| process_alive(*pid)));
+    // ...until the next lab's start (here called directly) cleans up. Another test's lab may
+    // have started meanwhile and done it already: then the run dir, removed last, is gone.
+    let run_dir = std::env::temp_dir().join(format!("udn-ovn-lab-{prefix}"));
+    let cleaned = udn_ovn_lab::clean_stale_labs();
+    assert!(
+        cleaned.contains(&prefix) || !run_dir.exists(),
+        "{cleaned:?}"
+    );
+    Footprint {
+        prefix,
+        pids,
+        dirs: vec![run_dir],
+    }
+    .assert_gone();
+}
