@@ -16,3 +16,4 @@ pub mod networks;
 pub mod nodes;
 pub mod pods;
 pub mod sb;
+pub mod topology;

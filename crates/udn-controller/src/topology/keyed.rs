@@ -1,0 +1,265 @@
+//! Rows that cannot carry ownership stamps (no `external_ids`: `Load_Balancer_Group`,
+//! `Static_MAC_Binding`), so the engine cannot own them: they are ours by their key, as
+//! upstream recognises them. A load balancer group is ours by its name
+//! (`[<prefix>]clusterLBGroup`, `clusterSwitchLBGroup`, `clusterRouterLBGroup`); a static MAC
+//! binding is ours when its logical port is (a port one of our controllers owns, or wants a
+//! binding on), and garbage when it sits on a `rtoe-GR_` port that no longer exists.
+//!
+//! [`plan_keyed`] diffs what every network of the zone wants against the current rows and
+//! returns the operations, split in two: `upserts` go before the engine's units (switches
+//! and routers refer to the groups), `deletes` after them (a group still referred to cannot
+//! be deleted).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use udn_ipam::MacAddress;
+use udn_ovsdb::engine::OWNER_CONTROLLER_KEY;
+use udn_ovsdb::nb::{load_balancer_group, logical_router_port, static_mac_binding};
+use udn_ovsdb::protocol::{Atom, Condition, ConditionFunction, Operation, Row, Uuid, Value};
+use udn_ovsdb::replica::Replica;
+
+use super::desired::{NetworkDesired, StaticMacBinding};
+use super::names::{GR, LB_GROUP_BASES, RTOE};
+
+/// The keyed rows every network of the zone wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyedDesired {
+    /// Load balancer group names.
+    pub load_balancer_groups: BTreeSet<String>,
+    /// Static MAC bindings by (logical port, IP): (MAC, `override_dynamic_mac`).
+    pub static_mac_bindings: BTreeMap<(String, IpAddr), (MacAddress, bool)>,
+    /// The zone's network controllers (`<network>-network-controller`): the router ports
+    /// they own are ours.
+    pub controllers: BTreeSet<String>,
+}
+
+impl KeyedDesired {
+    /// What `networks` (every network of the zone) want.
+    pub fn from_networks<'a>(networks: impl IntoIterator<Item = &'a NetworkDesired>) -> Self {
+        let mut desired = Self::default();
+        for network in networks {
+            desired.controllers.insert(network.controller.clone());
+            desired
+                .load_balancer_groups
+                .extend(network.load_balancer_groups.iter().cloned());
+            for binding in &network.static_mac_bindings {
+                desired.add_binding(binding);
+            }
+        }
+        desired
+    }
+
+    fn add_binding(&mut self, binding: &StaticMacBinding) {
+        self.static_mac_bindings.insert(
+            (binding.logical_port.clone(), binding.ip),
+            (binding.mac, binding.override_dynamic_mac),
+        );
+    }
+}
+
+/// Read access to the current rows of a table.
+pub trait KeyedRowsView {
+    /// Every row of `table`.
+    fn keyed_rows(&self, table: &str) -> Vec<(Uuid, &Row)>;
+}
+
+impl KeyedRowsView for Replica {
+    fn keyed_rows(&self, table: &str) -> Vec<(Uuid, &Row)> {
+        self.rows(table).map(|(uuid, row)| (*uuid, row)).collect()
+    }
+}
+
+/// In-memory current rows, by table (tests, or a runtime that copies them out).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyedSnapshot {
+    /// Rows by table.
+    pub tables: BTreeMap<String, Vec<(Uuid, Row)>>,
+}
+
+impl KeyedRowsView for KeyedSnapshot {
+    fn keyed_rows(&self, table: &str) -> Vec<(Uuid, &Row)> {
+        self.tables
+            .get(table)
+            .map(|rows| rows.iter().map(|(uuid, row)| (*uuid, row)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The operations that bring the keyed rows to `desired`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyedPlan {
+    /// Inserts and updates: apply before the engine's units.
+    pub upserts: Vec<Operation>,
+    /// Deletes: apply after the engine's units.
+    pub deletes: Vec<Operation>,
+}
+
+impl KeyedPlan {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.upserts.is_empty() && self.deletes.is_empty()
+    }
+}
+
+/// Whether a load balancer group name is one of ours (upstream's three names, with any
+/// network prefix).
+pub fn is_our_load_balancer_group(name: &str) -> bool {
+    LB_GROUP_BASES.iter().any(|base| {
+        name.strip_suffix(base)
+            .is_some_and(|prefix| prefix.is_empty() || prefix.ends_with('_'))
+    })
+}
+
+/// The plan from `current` to `desired`.
+pub fn plan_keyed(desired: &KeyedDesired, current: &impl KeyedRowsView) -> KeyedPlan {
+    let mut plan = KeyedPlan::default();
+    lb_groups(desired, current, &mut plan);
+    mac_bindings(desired, current, &mut plan);
+    plan
+}
+
+fn string_column<'r>(row: &'r Row, column: &str) -> Option<&'r str> {
+    match row.get(column) {
+        Some(Value::Atom(Atom::String(s))) => Some(s),
+        _ => None,
+    }
+}
+
+fn bool_column(row: &Row, column: &str) -> Option<bool> {
+    match row.get(column) {
+        Some(Value::Atom(Atom::Boolean(b))) => Some(*b),
+        _ => None,
+    }
+}
+
+fn by_uuid(uuid: Uuid) -> Vec<Condition> {
+    vec![Condition {
+        column: "_uuid".to_owned(),
+        function: ConditionFunction::Equal,
+        value: Value::Atom(Atom::Uuid(uuid)),
+    }]
+}
+
+fn string(value: &str) -> Value {
+    Value::Atom(Atom::String(value.to_owned()))
+}
+
+fn lb_groups(desired: &KeyedDesired, current: &impl KeyedRowsView, plan: &mut KeyedPlan) {
+    let mut existing = BTreeSet::new();
+    for (uuid, row) in current.keyed_rows(load_balancer_group::TABLE) {
+        let Some(name) = string_column(row, load_balancer_group::NAME) else {
+            continue;
+        };
+        existing.insert(name.to_owned());
+        if is_our_load_balancer_group(name) && !desired.load_balancer_groups.contains(name) {
+            plan.deletes.push(Operation::Delete {
+                table: load_balancer_group::TABLE.to_owned(),
+                where_: by_uuid(uuid),
+            });
+        }
+    }
+    for name in desired.load_balancer_groups.difference(&existing) {
+        plan.upserts.push(Operation::Insert {
+            table: load_balancer_group::TABLE.to_owned(),
+            row: Row::from([(load_balancer_group::NAME.to_owned(), string(name))]),
+            uuid_name: None,
+        });
+    }
+}
+
+/// Router port names: all of them, and those our controllers own.
+fn router_ports(
+    desired: &KeyedDesired,
+    current: &impl KeyedRowsView,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut all = BTreeSet::new();
+    let mut ours = BTreeSet::new();
+    for (_, row) in current.keyed_rows(logical_router_port::TABLE) {
+        let Some(name) = string_column(row, logical_router_port::NAME) else {
+            continue;
+        };
+        all.insert(name.to_owned());
+        let owned = match row.get(logical_router_port::EXTERNAL_IDS) {
+            Some(Value::Map(pairs)) => pairs.iter().any(|(k, v)| {
+                matches!((k, v), (Atom::String(k), Atom::String(v))
+                    if k == OWNER_CONTROLLER_KEY && desired.controllers.contains(v))
+            }),
+            _ => false,
+        };
+        if owned {
+            ours.insert(name.to_owned());
+        }
+    }
+    ours.extend(
+        desired
+            .static_mac_bindings
+            .keys()
+            .map(|(port, _)| port.clone()),
+    );
+    (all, ours)
+}
+
+fn mac_bindings(desired: &KeyedDesired, current: &impl KeyedRowsView, plan: &mut KeyedPlan) {
+    let (all_ports, our_ports) = router_ports(desired, current);
+    let garbage_prefix = format!("{RTOE}{GR}");
+    let mut existing = BTreeSet::new();
+    for (uuid, row) in current.keyed_rows(static_mac_binding::TABLE) {
+        let (Some(port), Some(ip)) = (
+            string_column(row, static_mac_binding::LOGICAL_PORT),
+            string_column(row, static_mac_binding::IP).and_then(|ip| ip.parse::<IpAddr>().ok()),
+        ) else {
+            continue;
+        };
+        let key = (port.to_owned(), ip);
+        if let Some((mac, override_dynamic)) = desired.static_mac_bindings.get(&key) {
+            existing.insert(key);
+            let mac = mac.to_string();
+            let mut changes = Row::new();
+            if string_column(row, static_mac_binding::MAC) != Some(mac.as_str()) {
+                changes.insert(static_mac_binding::MAC.to_owned(), string(&mac));
+            }
+            if bool_column(row, static_mac_binding::OVERRIDE_DYNAMIC_MAC) != Some(*override_dynamic)
+            {
+                changes.insert(
+                    static_mac_binding::OVERRIDE_DYNAMIC_MAC.to_owned(),
+                    Value::Atom(Atom::Boolean(*override_dynamic)),
+                );
+            }
+            if !changes.is_empty() {
+                plan.upserts.push(Operation::Update {
+                    table: static_mac_binding::TABLE.to_owned(),
+                    where_: by_uuid(uuid),
+                    row: changes,
+                });
+            }
+            continue;
+        }
+        let stale = our_ports.contains(port)
+            || (port.starts_with(&garbage_prefix) && !all_ports.contains(port));
+        if stale {
+            plan.deletes.push(Operation::Delete {
+                table: static_mac_binding::TABLE.to_owned(),
+                where_: by_uuid(uuid),
+            });
+        }
+    }
+    for ((port, ip), (mac, override_dynamic)) in &desired.static_mac_bindings {
+        if existing.contains(&(port.clone(), *ip)) {
+            continue;
+        }
+        plan.upserts.push(Operation::Insert {
+            table: static_mac_binding::TABLE.to_owned(),
+            row: Row::from([
+                (static_mac_binding::LOGICAL_PORT.to_owned(), string(port)),
+                (static_mac_binding::IP.to_owned(), string(&ip.to_string())),
+                (static_mac_binding::MAC.to_owned(), string(&mac.to_string())),
+                (
+                    static_mac_binding::OVERRIDE_DYNAMIC_MAC.to_owned(),
+                    Value::Atom(Atom::Boolean(*override_dynamic)),
+                ),
+            ]),
+            uuid_name: None,
+        });
+    }
+}
