@@ -1,11 +1,11 @@
 //! Packet capture with `tcpdump` in a lab netns: incoming packets only, one line each,
 //! delivered as they arrive (`--immediate-mode -l`); ready once tcpdump says "listening on".
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::marker::PhantomData;
 use std::net::IpAddr;
 use std::process::Child;
-use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,35 @@ fn parse_endpoint(word: &str) -> Option<IpAddr> {
     })
 }
 
+/// Reports "listening on" as `Ok`, or at end of file everything else tcpdump said as `Err`.
+fn watch_stderr(stderr: impl Read, ready: &Sender<Result<(), String>>) {
+    let mut lines = Vec::new();
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        if line.starts_with("listening on") {
+            let _ = ready.send(Ok(()));
+        } else {
+            lines.push(line);
+        }
+    }
+    let _ = ready.send(Err(lines.join("\n")));
+}
+
+fn collect_packets(stdout: impl Read, seen: &(Mutex<Seen>, Condvar)) {
+    let (lock, changed) = seen;
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Ok(mut seen) = lock.lock() {
+            seen.packets.push(Packet::parse(line));
+        }
+        changed.notify_all();
+    }
+    if let Ok(mut seen) = lock.lock() {
+        seen.closed = true;
+    }
+    changed.notify_all();
+}
+
 #[derive(Debug, Default)]
 struct Seen {
     packets: Vec<Packet>,
@@ -100,36 +129,11 @@ impl<'lab> Capture<'lab> {
         let seen = Arc::new((Mutex::new(Seen::default()), Condvar::new()));
         let (ready, readiness) = channel();
         if let Some(stderr) = child.stderr.take() {
-            std::thread::spawn(move || {
-                let mut lines = Vec::new();
-                for line in BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    if line.starts_with("listening on") {
-                        let _ = ready.send(Ok(()));
-                    } else {
-                        lines.push(line);
-                    }
-                }
-                let _ = ready.send(Err(lines.join("\n")));
-            });
+            std::thread::spawn(move || watch_stderr(stderr, &ready));
         }
         if let Some(stdout) = child.stdout.take() {
             let seen = Arc::clone(&seen);
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    let (lock, changed) = &*seen;
-                    if let Ok(mut seen) = lock.lock() {
-                        seen.packets.push(Packet::parse(line));
-                    }
-                    changed.notify_all();
-                }
-                let (lock, changed) = &*seen;
-                if let Ok(mut seen) = lock.lock() {
-                    seen.closed = true;
-                }
-                changed.notify_all();
-            });
+            std::thread::spawn(move || collect_packets(stdout, &seen));
         }
         let mut capture = Self {
             child,

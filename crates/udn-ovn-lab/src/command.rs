@@ -280,3 +280,29 @@ fn to_exec_output(output: Output) -> ExecOutput {
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_programs_name_their_package() {
+        assert_eq!(package_of("ovn-controller"), "ovn-host");
+        assert_eq!(package_of("ovs-vswitchd"), "openvswitch-switch");
+        assert_eq!(package_of("nc"), "netcat-openbsd");
+        let error = require("test", &["sh", "no-such-program-here"]).unwrap_err();
+        assert!(
+            matches!(error, LabError::MissingProgram { .. }),
+            "{error:?}"
+        );
+        require("test", &["sh"]).unwrap();
+    }
+
+    #[test]
+    fn command_lines_show_the_namespace() {
+        let cmd = Cmd::new("ping").netns("ns1").args(["-c", "1"]);
+        assert_eq!(cmd.line(), "nsenter --net=/run/netns/ns1 ping -c 1");
+        let cmd = Cmd::new("ovs-vswitchd").netns_exec("ns1");
+        assert_eq!(cmd.line(), "ip netns exec ns1 ovs-vswitchd");
+    }
+}

@@ -243,11 +243,60 @@ pub(crate) fn plumb_interface(
 ) -> Result<PodInterface, LabError> {
     let step = format!("plumb {} of pod netns {pod_netns}", interface.ifname);
     let step = step.as_str();
-    let (ifname, mtu) = (interface.ifname.as_str(), interface.mtu.to_string());
+    let mtu = interface.mtu.to_string();
     ip(node.netns())
         .args(["link", "add", host_ifname, "mtu", &mtu, "type", "veth"])
-        .args(["peer", "name", ifname, "mtu", &mtu, "netns", pod_netns])
+        .args([
+            "peer",
+            "name",
+            &interface.ifname,
+            "mtu",
+            &mtu,
+            "netns",
+            pod_netns,
+        ])
         .run(step)?;
+    configure_pod_end(step, pod_netns, interface)?;
+    ip(node.netns())
+        .args(["link", "set", host_ifname, "up"])
+        .run(step)?;
+    let mut args = vec![
+        "--".to_owned(),
+        "--may-exist".to_owned(),
+        "add-port".to_owned(),
+        "br-int".to_owned(),
+        host_ifname.to_owned(),
+        "other_config:transient=true".to_owned(),
+        "--".to_owned(),
+        "set".to_owned(),
+        "Interface".to_owned(),
+        host_ifname.to_owned(),
+        external_id("iface-id", &interface.iface_id),
+    ];
+    args.extend(
+        interface
+            .external_ids
+            .iter()
+            .map(|(k, v)| external_id(k, v)),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    node.vsctl(&args)?;
+    Ok(PodInterface {
+        ifname: interface.ifname.clone(),
+        host_ifname: host_ifname.to_owned(),
+        iface_id: interface.iface_id.clone(),
+        mac: interface.mac.clone(),
+        ips: interface.ips.clone(),
+    })
+}
+
+/// MAC, addresses, link up, checksum offload off, routes: inside the pod.
+fn configure_pod_end(
+    step: &str,
+    pod_netns: &str,
+    interface: &InterfaceSpec,
+) -> Result<(), LabError> {
+    let ifname = interface.ifname.as_str();
     ip(pod_netns)
         .args(["link", "set", ifname, "address", &interface.mac])
         .run(step)?;
@@ -267,63 +316,27 @@ pub(crate) fn plumb_interface(
         .netns(pod_netns)
         .args(["-K", ifname, "tx", "off"])
         .run(step)?;
-    if let Some(gateway) = interface.gateway {
+    let default = interface
+        .gateway
+        .map(|gateway| ("default".to_owned(), gateway));
+    let routes = interface
+        .routes
+        .iter()
+        .map(|route| (route.dest.to_string(), route.via));
+    for (dest, via) in default.into_iter().chain(routes) {
         ip(pod_netns)
             .args([
                 "route",
                 "add",
-                "default",
+                &dest,
                 "via",
-                &gateway.to_string(),
+                &via.to_string(),
                 "dev",
                 ifname,
             ])
             .run(step)?;
     }
-    for route in &interface.routes {
-        ip(pod_netns)
-            .args([
-                "route",
-                "add",
-                &route.dest.to_string(),
-                "via",
-                &route.via.to_string(),
-            ])
-            .args(["dev", ifname])
-            .run(step)?;
-    }
-    ip(node.netns())
-        .args(["link", "set", host_ifname, "up"])
-        .run(step)?;
-    let mut ids = vec![external_id("iface-id", &interface.iface_id)];
-    ids.extend(
-        interface
-            .external_ids
-            .iter()
-            .map(|(k, v)| external_id(k, v)),
-    );
-    let mut args = vec![
-        "--".to_owned(),
-        "--may-exist".to_owned(),
-        "add-port".to_owned(),
-        "br-int".to_owned(),
-        host_ifname.to_owned(),
-        "other_config:transient=true".to_owned(),
-        "--".to_owned(),
-        "set".to_owned(),
-        "Interface".to_owned(),
-        host_ifname.to_owned(),
-    ];
-    args.extend(ids);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    node.vsctl(&args)?;
-    Ok(PodInterface {
-        ifname: ifname.to_owned(),
-        host_ifname: host_ifname.to_owned(),
-        iface_id: interface.iface_id.clone(),
-        mac: interface.mac.clone(),
-        ips: interface.ips.clone(),
-    })
+    Ok(())
 }
 
 /// Turns IPv6 off in a pod netns.

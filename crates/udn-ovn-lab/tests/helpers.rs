@@ -1,6 +1,6 @@
-//! The helpers the dataplane tests use: management port, a second pod interface, the
-//! gateway bridge's patch port and flows, captures and listeners at the external host, daemon
-//! status, RSS, `nb_cfg`, pod removal.
+//! The helpers the dataplane tests use: management port, a second pod interface, pod removal,
+//! the gateway bridge's patch port and flows, captures and listeners at the external host,
+//! daemon control sockets, RSS, `nb_cfg`, and the errors for bad requests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::IpAddr;
@@ -16,88 +16,61 @@ fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
 }
 
+fn single_zone() -> Lab {
+    Lab::start(LabConfig::with_nodes(2).single_zone()).unwrap()
+}
+
+/// Writes one logical switch `switch` with `(port, "mac ip")` ports on the zone's NB.
+fn switch(lab: &Lab, switch: &str, ports: &[(&str, &str)]) {
+    let mut args = vec!["ls-add", switch];
+    for (port, addresses) in ports {
+        args.extend([
+            "--",
+            "lsp-add",
+            switch,
+            port,
+            "--",
+            "lsp-set-addresses",
+            port,
+            addresses,
+        ]);
+    }
+    lab.nodes()[0].nbctl(&args).unwrap();
+}
+
+fn nic(ifname: &str, lsp: &str, mac: &str, cidr: &str) -> InterfaceSpec {
+    InterfaceSpec::new(ifname, lsp, mac).ip(cidr.parse().unwrap())
+}
+
 #[test]
-fn mgmt_port_second_interface_and_pod_removal() {
-    let lab = Lab::start(LabConfig::with_nodes(2).single_zone()).unwrap();
+fn the_node_reaches_its_pods_through_the_management_port() {
+    let lab = single_zone();
     let node1 = lab.node("node1").unwrap();
-    // The node switch with the management port and a pod; a second network "blue".
-    node1
-        .nbctl(&[
-            "ls-add",
-            "node1",
-            "--",
-            "lsp-add",
-            "node1",
-            "k8s-node1",
-            "--",
-            "lsp-set-addresses",
-            "k8s-node1",
-            "0a:58:0a:f4:01:02 10.244.1.2",
-            "--",
-            "lsp-add",
-            "node1",
-            "ns_a",
-            "--",
-            "lsp-set-addresses",
-            "ns_a",
-            "0a:58:0a:f4:01:05 10.244.1.5",
-            "--",
-            "ls-add",
-            "blue",
-            "--",
-            "lsp-add",
-            "blue",
-            "blue_ns_a",
-            "--",
-            "lsp-set-addresses",
-            "blue_ns_a",
-            "0a:58:0a:80:00:05 10.128.0.5",
-            "--",
-            "lsp-add",
-            "blue",
-            "blue_ns_b",
-            "--",
-            "lsp-set-addresses",
-            "blue_ns_b",
-            "0a:58:0a:80:00:06 10.128.0.6",
-        ])
-        .unwrap();
-    node1
-        .add_mgmt_port(
-            &MgmtPortSpec::new("node1", "0a:58:0a:f4:01:02").ip("10.244.1.2/24".parse().unwrap()),
-        )
-        .unwrap();
+    switch(
+        &lab,
+        "node1",
+        &[
+            ("k8s-node1", "0a:58:0a:f4:01:02 10.244.1.2"),
+            ("ns_a", "0a:58:0a:f4:01:05 10.244.1.5"),
+        ],
+    );
+    let mp0 = MgmtPortSpec::new("node1", "0a:58:0a:f4:01:02").ip("10.244.1.2/24".parse().unwrap());
+    node1.add_mgmt_port(&mp0).unwrap();
     node1.wait_installed("ovn-k8s-mp0", WAIT).unwrap();
-    let mp0 = node1
+    let link = node1
         .exec(&["ip", "-o", "link", "show", "ovn-k8s-mp0"])
         .unwrap();
-    assert!(mp0.stdout.contains("0a:58:0a:f4:01:02"), "{}", mp0.stdout);
+    assert!(link.stdout.contains("0a:58:0a:f4:01:02"), "{}", link.stdout);
+    assert!(link.stdout.contains("mtu 1400"), "{}", link.stdout);
 
-    let spec = PodSpec::new("a", "node1").disable_ipv6().interface(
-        InterfaceSpec::new("eth0", "ns_a", "0a:58:0a:f4:01:05")
-            .ip("10.244.1.5/24".parse().unwrap())
-            .external_id("iface-id-ver", "uid-a")
-            .external_id("k8s.ovn.org/network", "default")
-            .external_id("ip_addresses", "10.244.1.5/24"),
-    );
-    let a = lab.add_pod(spec).unwrap();
-    let udn = InterfaceSpec::new("ovn-udn1", "blue_ns_a", "0a:58:0a:80:00:05")
-        .ip("10.128.0.5/24".parse().unwrap())
-        .external_id("k8s.ovn.org/nad", "ns/blue");
-    let a = lab.add_pod_interface(&a.name, udn).unwrap();
-    assert_eq!(a.interfaces.len(), 2);
-    let b = lab
-        .add_pod(
-            PodSpec::new("b", "node2").interface(
-                InterfaceSpec::new("ovn-udn1", "blue_ns_b", "0a:58:0a:80:00:06")
-                    .ip("10.128.0.6/24".parse().unwrap()),
-            ),
-        )
+    let nic = nic("eth0", "ns_a", "0a:58:0a:f4:01:05", "10.244.1.5/24")
+        .external_id("iface-id-ver", "uid-a")
+        .external_id("k8s.ovn.org/network", "default")
+        .external_id("ip_addresses", "10.244.1.5/24");
+    let a = lab
+        .add_pod(PodSpec::new("a", "node1").interface(nic))
         .unwrap();
     lab.wait_installed("a", WAIT).unwrap();
-    lab.wait_installed("b", WAIT).unwrap();
-    node1.wait_hv().unwrap();
-
     let eth0 = a.interface("eth0").unwrap();
     let ids = node1
         .vsctl(&["get", "Interface", &eth0.host_ifname, "external_ids"])
@@ -106,14 +79,60 @@ fn mgmt_port_second_interface_and_pod_removal() {
         "iface-id=ns_a",
         "iface-id-ver=uid-a",
         "\"k8s.ovn.org/network\"=default",
+        "ip_addresses=\"10.244.1.5/24\"",
+        "ovn-installed=\"true\"",
     ] {
         assert!(ids.contains(expected), "{expected} not in {ids}");
     }
-    // Host to pod through the management port; pod to pod on the second network.
     assert!(
         lab.ping(node1.netns(), ip("10.244.1.5"), Ping::default())
             .unwrap()
     );
+    assert!(
+        lab.tcp_check(&a.netns, node1.netns(), ip("10.244.1.2"), 7002, WAIT)
+            .unwrap()
+    );
+}
+
+#[test]
+fn a_second_pod_interface_joins_another_network_and_pods_go_away() {
+    let lab = single_zone();
+    let node1 = &lab.nodes()[0];
+    switch(&lab, "node1", &[("ns_a", "0a:58:0a:f4:01:05 10.244.1.5")]);
+    switch(
+        &lab,
+        "blue",
+        &[
+            ("blue_ns_a", "0a:58:0a:80:00:05 10.128.0.5"),
+            ("blue_ns_b", "0a:58:0a:80:00:06 10.128.0.6"),
+        ],
+    );
+    let eth0 = nic("eth0", "ns_a", "0a:58:0a:f4:01:05", "10.244.1.5/24");
+    let a = lab
+        .add_pod(PodSpec::new("a", "node1").disable_ipv6().interface(eth0))
+        .unwrap();
+    let udn = nic(
+        "ovn-udn1",
+        "blue_ns_a",
+        "0a:58:0a:80:00:05",
+        "10.128.0.5/24",
+    )
+    .external_id("k8s.ovn.org/nad", "ns/blue");
+    let a = lab.add_pod_interface(&a.name, udn).unwrap();
+    assert_eq!(a.interfaces.len(), 2);
+    let b_nic = nic(
+        "ovn-udn1",
+        "blue_ns_b",
+        "0a:58:0a:80:00:06",
+        "10.128.0.6/24",
+    );
+    let b = lab
+        .add_pod(PodSpec::new("b", "node2").interface(b_nic))
+        .unwrap();
+    lab.wait_installed("a", WAIT).unwrap();
+    lab.wait_installed("b", WAIT).unwrap();
+    node1.wait_hv().unwrap();
+
     assert!(
         lab.ping(&a.netns, ip("10.128.0.6"), Ping::default())
             .unwrap()
@@ -122,15 +141,9 @@ fn mgmt_port_second_interface_and_pod_removal() {
         lab.tcp_check(&b.netns, &a.netns, ip("10.128.0.5"), 7001, WAIT)
             .unwrap()
     );
-    // Networks stay apart: "blue" does not reach the node switch.
-    assert!(
-        !lab.ping(
-            &b.netns,
-            ip("10.244.1.5"),
-            Ping::new(1, Duration::from_secs(1))
-        )
-        .unwrap()
-    );
+    // "blue" does not reach the node switch.
+    let short = Ping::new(1, Duration::from_secs(1));
+    assert!(!lab.ping(&b.netns, ip("10.244.1.5"), short).unwrap());
 
     lab.remove_pod("b").unwrap();
     assert!(!lab.netns_names().contains(&b.netns));
@@ -144,23 +157,29 @@ fn mgmt_port_second_interface_and_pod_removal() {
         .vsctl(&["list-ports", "br-int"])
         .unwrap();
     assert!(!ports.contains(&b.interfaces[0].host_ifname), "{ports}");
+    assert_eq!(lab.pods().len(), 1);
 }
 
 #[test]
-fn gateway_bridge_external_host_and_daemons() {
-    let lab = Lab::start(LabConfig::with_nodes(2).single_zone()).unwrap();
+fn the_external_host_sees_node_addresses() {
+    let lab = single_zone();
     let [node1, node2] = lab.nodes() else {
         panic!("two nodes")
     };
     let external = lab.external();
-
-    // Source address of packets arriving at the external host.
     let capture = lab.capture_external("icmp").unwrap();
     assert!(
         lab.ping(node1.netns(), external.ip().into(), Ping::default())
             .unwrap()
     );
     assert_eq!(capture.wait_source(WAIT), Some(node1.node_ip().into()));
+    assert!(
+        capture
+            .packets()
+            .iter()
+            .all(|p| p.dst == Some(external.ip().into()))
+    );
+
     let listener = lab.listen_tcp(external.netns(), 8080, WAIT).unwrap();
     assert!(
         lab.tcp_send(node2.netns(), external.ip().into(), 8080, b"hello", WAIT)
@@ -169,18 +188,26 @@ fn gateway_bridge_external_host_and_daemons() {
     let received = listener.received(WAIT).unwrap();
     assert_eq!(received.data, b"hello");
     assert_eq!(received.peer, Some(node2.node_ip().into()));
-    // Nothing listens there any more.
+    // Nothing listens there any more: refused.
     assert!(
         !lab.tcp_send(node2.netns(), external.ip().into(), 8080, b"x", WAIT)
             .unwrap()
     );
+}
 
-    // A localnet port on a switch with a local pod: ovn-controller patches breth0 to br-int.
+#[test]
+fn a_localnet_port_patches_breth0_and_flows_can_be_added() {
+    let lab = single_zone();
+    let node1 = &lab.nodes()[0];
+    // A localnet port on a switch with a local pod: ovn-controller patches breth0 to br-int
+    // through bridge-mappings physnet:breth0.
+    switch(
+        &lab,
+        "ext_node1",
+        &[("vif", "0a:58:ac:12:00:09 172.18.0.9")],
+    );
     node1
         .nbctl(&[
-            "ls-add",
-            "ext_node1",
-            "--",
             "lsp-add",
             "ext_node1",
             "breth0_node1",
@@ -196,26 +223,14 @@ fn gateway_bridge_external_host_and_daemons() {
             "lsp-set-options",
             "breth0_node1",
             "network_name=physnet",
-            "--",
-            "lsp-add",
-            "ext_node1",
-            "vif",
-            "--",
-            "lsp-set-addresses",
-            "vif",
-            "0a:58:ac:12:00:09 172.18.0.9",
         ])
         .unwrap();
-    let vif = PodSpec::new("vif", "node1").interface(InterfaceSpec::new(
-        "eth0",
-        "vif",
-        "0a:58:ac:12:00:09",
-    ));
-    lab.add_pod(vif).unwrap();
-    node1
-        .wait_port("breth0", "patch-breth0_node1-to-br-int", WAIT)
+    let vif = InterfaceSpec::new("eth0", "vif", "0a:58:ac:12:00:09");
+    lab.add_pod(PodSpec::new("vif", "node1").interface(vif))
         .unwrap();
-    let wrong = node1.wait_port("br-int", "patch-breth0_node1-to-br-int", WAIT);
+    let patch = "patch-breth0_node1-to-br-int";
+    node1.wait_port("breth0", patch, WAIT).unwrap();
+    let wrong = node1.wait_port("br-int", patch, WAIT);
     assert!(matches!(wrong, Err(LabError::Invalid { .. })), "{wrong:?}");
     let missing = node1.wait_port("breth0", "no-such-port", Duration::from_secs(1));
     assert!(
@@ -224,38 +239,51 @@ fn gateway_bridge_external_host_and_daemons() {
     );
 
     let before = node1.flow_count("breth0").unwrap();
-    node1
-        .add_flows(
-            "breth0",
-            &["cookie=0xdeff105,table=0,priority=10,arp,actions=NORMAL"],
-        )
-        .unwrap();
+    let flow = "cookie=0xdeff105,table=0,priority=10,arp,actions=NORMAL";
+    node1.add_flows("breth0", &[flow]).unwrap();
     assert_eq!(node1.flow_count("breth0").unwrap(), before + 1);
+    let flows = node1
+        .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+        .unwrap();
+    assert!(flows.contains("priority=10,arp"), "{flows}");
     assert!(node1.flow_count("br-int").unwrap() > 0);
+}
 
-    let status = node1
+#[test]
+fn daemons_answer_and_report_memory_and_sequence_numbers() {
+    let lab = single_zone();
+    let [node1, node2] = lab.nodes() else {
+        panic!("two nodes")
+    };
+    let status = node2
         .appctl(DaemonKind::Controller, &["connection-status"])
         .unwrap();
     assert_eq!(status.trim(), "connected");
     let northd = node1.appctl(DaemonKind::Northd, &["status"]).unwrap();
     assert!(northd.contains("active"), "{northd}");
+    let version = node1.appctl(DaemonKind::Vswitchd, &["version"]).unwrap();
+    assert!(version.contains("ovs-vswitchd"), "{version}");
     assert!(
-        node1
-            .appctl(DaemonKind::Vswitchd, &["version"])
+        !node1
+            .appctl(DaemonKind::NbDb, &["ovsdb-server/list-dbs"])
             .unwrap()
-            .contains("ovs-vswitchd")
+            .is_empty()
     );
-    assert!(matches!(
-        node2.appctl(DaemonKind::Northd, &["status"]),
-        Err(LabError::NotFound { .. })
-    ));
+    let not_here = node2.appctl(DaemonKind::Northd, &["status"]);
+    assert!(
+        matches!(not_here, Err(LabError::NotFound { .. })),
+        "{not_here:?}"
+    );
 
     let rss1 = node1.rss().unwrap();
     assert!(rss1.nb.unwrap() > 0 && rss1.sb.unwrap() > 0 && rss1.northd.unwrap() > 0);
     assert!(rss1.controller > 0 && rss1.vswitchd > 0 && rss1.ovsdb > 0);
     let rss2 = node2.rss().unwrap();
     assert_eq!((rss2.nb, rss2.sb, rss2.northd), (None, None, None));
-    assert!(rss2.total_kib() >= rss2.vswitchd);
+    assert_eq!(
+        rss2.total_kib(),
+        rss2.controller + rss2.vswitchd + rss2.ovsdb
+    );
 
     node2.wait_hv().unwrap();
     let cfg = node2.nb_cfg().unwrap();
@@ -267,10 +295,19 @@ fn gateway_bridge_external_host_and_daemons() {
         !log.contains("parse error") && !log.contains("Syntax error"),
         "{log}"
     );
+    assert_eq!(node2.nb_socket(), node1.nb_socket());
+    assert_eq!(
+        node2.sb_remote(),
+        format!("unix:{}", node1.sb_socket().display())
+    );
+}
 
+#[test]
+fn bad_requests_are_refused_without_leftovers() {
+    let lab = Lab::start(LabConfig::with_nodes(1)).unwrap();
     let out = lab
         .exec(
-            external.netns(),
+            lab.external().netns(),
             &["ip", "-o", "-4", "addr", "show", "eth0"],
         )
         .unwrap();
@@ -278,14 +315,35 @@ fn gateway_bridge_external_host_and_daemons() {
         out.success() && out.stdout.contains("172.18.0.1/16"),
         "{out:?}"
     );
-    assert!(matches!(lab.node("node9"), Err(LabError::NotFound { .. })));
-    let bad = PodSpec::new("bad", "node1").interface(
-        InterfaceSpec::new("eth0", "bad", "0a:58:00:00:00:01").host_ifname("much-too-long-name"),
+    assert!(
+        !lab.exec(lab.external().netns(), &["false"])
+            .unwrap()
+            .success()
     );
-    assert!(matches!(lab.add_pod(bad), Err(LabError::Invalid { .. })));
+    assert!(matches!(lab.exec("x", &[]), Err(LabError::Invalid { .. })));
+    assert!(matches!(lab.node("node9"), Err(LabError::NotFound { .. })));
+    let long =
+        InterfaceSpec::new("eth0", "bad", "0a:58:00:00:00:01").host_ifname("much-too-long-name");
+    let bad = lab.add_pod(PodSpec::new("bad", "node1").interface(long));
+    assert!(matches!(bad, Err(LabError::Invalid { .. })), "{bad:?}");
     assert!(
         !lab.netns_names()
             .iter()
             .any(|name| name.ends_with("-pod-bad"))
     );
+    let other_node = lab.add_pod(PodSpec::new("p", "node2"));
+    assert!(
+        matches!(other_node, Err(LabError::NotFound { .. })),
+        "{other_node:?}"
+    );
+    lab.add_pod(PodSpec::new("p", "node1")).unwrap();
+    assert!(matches!(
+        lab.add_pod(PodSpec::new("p", "node1")),
+        Err(LabError::Invalid { .. })
+    ));
+    let missing = lab.exec(lab.external().netns(), &["no-such-program-here"]);
+    let Err(LabError::MissingProgram { program, .. }) = &missing else {
+        panic!("{missing:?}")
+    };
+    assert_eq!(program, "no-such-program-here");
 }
