@@ -23,7 +23,6 @@ pub(crate) fn package_of(program: &str) -> &'static str {
         "nc" => "netcat-openbsd",
         "tcpdump" => "tcpdump",
         "nsenter" => "util-linux",
-        "sysctl" => "procps",
         _ => "unknown",
     }
 }

@@ -339,11 +339,12 @@ fn configure_pod_end(
     Ok(())
 }
 
-/// Turns IPv6 off in a pod netns.
+/// Turns IPv6 off in a pod netns. Net sysctls belong to the netns of the process that opens
+/// them, so a shell in the netns writes them (no procps needed).
 pub(crate) fn disable_ipv6(pod_netns: &str) -> Result<(), LabError> {
-    Cmd::new("sysctl")
+    Cmd::new("sh")
         .netns(pod_netns)
-        .args(["-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
+        .args(["-c", "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6"])
         .run(&format!("disable IPv6 in {pod_netns}"))
         .map(drop)
 }

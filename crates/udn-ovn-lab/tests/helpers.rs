@@ -120,6 +120,13 @@ fn a_second_pod_interface_joins_another_network_and_pods_go_away() {
     .external_id("k8s.ovn.org/nad", "ns/blue");
     let a = lab.add_pod_interface(&a.name, udn).unwrap();
     assert_eq!(a.interfaces.len(), 2);
+    let v6 = lab
+        .exec(
+            &a.netns,
+            &["cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"],
+        )
+        .unwrap();
+    assert_eq!(v6.stdout.trim(), "1");
     let b_nic = nic(
         "ovn-udn1",
         "blue_ns_b",
