@@ -17,6 +17,32 @@
 //! removes its run dir. Readiness waits on the daemons (`--detach`, `--wait=hv`,
 //! `wait-until`, tcpdump's and nc's "listening" lines), never on time.
 //!
+//! ```no_run
+//! use std::time::Duration;
+//! use udn_ovn_lab::{InterfaceSpec, Lab, LabConfig, Ping, PodSpec};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let lab = Lab::start(LabConfig::with_nodes(2).single_zone())?;
+//! let node1 = lab.node("node1")?;
+//! node1.nbctl(&["ls-add", "net", "--", "lsp-add", "net", "a", "--",
+//!     "lsp-set-addresses", "a", "0a:58:0a:00:00:0a 10.0.0.10", "--",
+//!     "lsp-add", "net", "b", "--", "lsp-set-addresses", "b", "0a:58:0a:00:00:0b 10.0.0.11"])?;
+//! for (name, node, mac, ip) in [
+//!     ("a", "node1", "0a:58:0a:00:00:0a", "10.0.0.10/24"),
+//!     ("b", "node2", "0a:58:0a:00:00:0b", "10.0.0.11/24"),
+//! ] {
+//!     let nic = InterfaceSpec::new("eth0", name, mac).ip(ip.parse()?);
+//!     lab.add_pod(PodSpec::new(name, node).interface(nic))?;
+//!     lab.wait_installed(name, Duration::from_secs(20))?;
+//! }
+//! let (a, b) = (lab.pod("a")?, lab.pod("b")?);
+//! let b_ip = b.ip().ok_or("b has an address")?;
+//! assert!(lab.ping(&a.netns, b_ip, Ping::default())?, "{}", lab.diagnostics());
+//! assert!(lab.tcp_check(&a.netns, &b.netns, b_ip, 7000, Duration::from_secs(20))?);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Needs root and the Debian packages ovn-central, ovn-host, openvswitch-switch, iproute2,
 //! ethtool, iputils-ping, netcat-openbsd and tcpdump. See `docs/lab.md`.
 
