@@ -2,7 +2,8 @@
 //! the owned rows no desired row is are found, and skipped units that turn out to need a
 //! comparison after all are compared too.
 
-use super::converged::{Converged, Known};
+use super::Engine;
+use super::converged::Known;
 use super::desired::{DesiredUnit, Scope, UnitKey};
 use super::diff::{Diff, Lookup, RowPos, index_rows};
 use super::error::{PlanError, RowAt};
@@ -21,7 +22,7 @@ pub(crate) struct Compared<'v> {
     /// Existing rows that desired rows are, by position.
     pub(crate) matched: FastMap<Uuid, RowPos>,
     pub(crate) stale: Stale<'v>,
-    /// Units of the scope's owner type no longer desired (their rows are in `stale`, after
+    /// Units of the scope's owner types no longer desired (their rows are in `stale`, after
     /// the desired units').
     pub(crate) gone: Vec<UnitKey>,
     pub(crate) foreign: Foreign,
@@ -32,14 +33,15 @@ pub(crate) struct Compared<'v> {
 /// and does not): it is then checked and compared like the others.
 pub(crate) fn compare<'v, V: OwnedRowsView>(
     view: &'v V,
-    (controller, converged): (&str, &Converged),
+    engine: &Engine,
     units: &mut [DesiredUnit],
     scope: &Scope,
     known: &mut Known,
 ) -> Result<Compared<'v>, PlanError> {
+    let controller = engine.controller.as_str();
     let mut check: Vec<bool> = known.skipped.iter().map(|skip| !skip).collect();
     loop {
-        check_rows(view.schema(), units, &check)?;
+        check_rows(view.schema(), &engine.row_owner_types, units, &check)?;
         let diff = Lookup {
             view,
             controller,
@@ -49,20 +51,14 @@ pub(crate) fn compare<'v, V: OwnedRowsView>(
         }
         .diff()?;
         let matched = matched_rows(&diff);
-        let ((unmatched, gone), foreign) = unmatched_rows(
-            view,
-            (controller, converged),
-            units,
-            &known.skipped,
-            scope,
-            &matched,
-        );
+        let ((unmatched, gone), foreign) =
+            unmatched_rows(view, engine, units, &known.skipped, scope, &matched);
         let (gone, gone_rows): (Vec<UnitKey>, Vec<_>) = gone.into_iter().unzip();
         let stale = stale_rows(&diff, unmatched, gone_rows);
         let mut unskip = diff.unskip.clone();
         unskip.extend(skipped_referrers(
             view,
-            controller,
+            (controller, &engine.row_owner_types),
             units,
             &known.skipped,
             &stale,

@@ -5,9 +5,11 @@
 //!   view's version of its owner name ([`OwnedRowsView::version`]) at that comparison. A
 //!   unit with the same fingerprint and version again is skipped: nothing it owns changed
 //!   and it wants the same, so the comparison would again find nothing to do;
-//! - per owner name present in the database but not desired, found to own no rows of this
-//!   controller with the scope's owner type: the version it was found at, so that
-//!   [`Scope::OwnerType`](super::Scope::OwnerType) does not read those rows again.
+//! - per (owner type, owner name) present in the database but not desired, found to own no
+//!   rows of this controller of that unit type (stamped with the type or a row owner type
+//!   declared for it): the version of the name it was found at, so that a scope of owner
+//!   types ([`Scope::OwnerType`](super::Scope::OwnerType),
+//!   [`Scope::OwnerTypes`](super::Scope::OwnerTypes)) does not read those rows again.
 //!
 //! Versions never repeat (not across resyncs either), so an entry can only match while its
 //! finding still holds; entries are facts, and a stale one merely fails to match.
@@ -17,8 +19,12 @@
 //! only with a change to the referring row (the server drops a weak reference; a strong one
 //! holds it) or by a plan removing it, and a plan removing a row a skipped unit refers to
 //! compares that unit too. A row claiming a unit's row id under another owner name (only
-//! another writer makes one) is that name's: it goes when that unit is compared, or with
-//! [`Scope::OwnerType`](super::Scope::OwnerType) when the name is found gone.
+//! another writer makes one) is that name's: it goes when that unit is compared, or with a
+//! scope of owner types when the unit is found gone.
+//!
+//! Versions are per owner name, shared by the units of every owner type with that name: a
+//! change to one moves the version of all of them, which costs a comparison, never a wrong
+//! skip.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -66,16 +72,16 @@ impl Known {
 pub(crate) struct Findings {
     /// Units compared with nothing to do: (unit, fingerprint, version).
     pub(crate) converged: Vec<(UnitKey, u128, u64)>,
-    /// With [`Scope::OwnerType`](super::Scope::OwnerType): its owner type, the names desired,
-    /// and the names present but owning none of our rows of that type, with their versions.
+    /// With a scope of owner types: the types, the units desired, and the (type, name)
+    /// present but owning none of our rows of that type, with their versions.
     pub(crate) scope: Option<ScopeFindings>,
 }
 
-/// What a plan covering a whole owner type found.
+/// What a plan covering whole owner types found.
 #[derive(Debug)]
 pub(crate) struct ScopeFindings {
-    pub(crate) owner_type: String,
-    pub(crate) desired: FastSet<String>,
+    pub(crate) owner_types: Vec<String>,
+    pub(crate) desired: FastSet<UnitKey>,
     pub(crate) foreign: Vec<(UnitKey, u64)>,
 }
 
@@ -139,13 +145,12 @@ impl Converged {
     pub(crate) fn record(&self, findings: Findings) {
         let mut state = self.state();
         if let Some(scope) = findings.scope {
-            // Forget units of the type that are no longer desired, and names gone.
-            state.units.retain(|key, _| {
-                key.owner_type != scope.owner_type || scope.desired.contains(&key.name)
-            });
+            // Forget units of the types that are no longer desired, and names gone.
+            let covered = |key: &UnitKey| scope.owner_types.contains(&key.owner_type);
             state
-                .foreign
-                .retain(|key, _| key.owner_type != scope.owner_type);
+                .units
+                .retain(|key, _| !covered(key) || scope.desired.contains(key));
+            state.foreign.retain(|key, _| !covered(key));
             state.foreign.extend(scope.foreign);
         }
         for (key, fingerprint, version) in findings.converged {

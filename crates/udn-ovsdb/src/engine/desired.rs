@@ -69,6 +69,12 @@ pub struct DesiredRow {
     pub table: String,
     /// Row id, unique per controller and table; stamped as `k8s.ovn.org/id`.
     pub id: String,
+    /// The owner type stamped on this row instead of its unit's (`k8s.ovn.org/owner-type`),
+    /// e.g. upstream's `NetpolNode` on a node's management-port ACL in a `Node` unit. Only
+    /// for rows of non-root tables, and only a type declared for the unit's owner type with
+    /// [`Engine::with_row_owner_type`](super::Engine::with_row_owner_type). The row still
+    /// belongs to its unit (`k8s.ovn.org/owner` is the unit name). `None`: the unit's type.
+    pub owner_type: Option<String>,
     /// Non-reference columns.
     pub columns: Row,
     /// Reference columns: the rows each one holds.
@@ -81,9 +87,23 @@ impl DesiredRow {
         Self {
             table: table.into(),
             id: id.into(),
+            owner_type: None,
             columns: Row::new(),
             refs: BTreeMap::new(),
         }
+    }
+
+    /// Stamps `owner_type` on this row instead of the unit's owner type (see the field of
+    /// that name for where it is allowed).
+    #[must_use]
+    pub fn owner_type(mut self, owner_type: impl Into<String>) -> Self {
+        self.owner_type = Some(owner_type.into());
+        self
+    }
+
+    /// The owner type stamped on this row in a unit of `unit`.
+    pub(crate) fn stamped_owner_type<'a>(&'a self, unit: &'a UnitKey) -> &'a str {
+        self.owner_type.as_deref().unwrap_or(&unit.owner_type)
     }
 
     /// Sets a column to `value`.
@@ -178,4 +198,25 @@ pub enum Scope {
     /// Every unit of this owner type: units present in the database but not given are
     /// deleted entirely. Every given unit must have this owner type.
     OwnerType(String),
+    /// Every unit of each of these owner types (e.g. `Cluster`, `Node`, `RemoteNode` and
+    /// `Pod` of one network's controller): units of these types present in the database but
+    /// not given are deleted entirely, type by type as with [`Scope::OwnerType`]. Every given
+    /// unit must have one of these owner types. A unit is its owner type and name: `Node/a`
+    /// given does not keep `RemoteNode/a`.
+    OwnerTypes(Vec<String>),
+}
+
+impl Scope {
+    /// The owner types whose units not given are deleted (sorted, each once), or `None` for
+    /// [`Scope::Units`].
+    pub(crate) fn covered(&self) -> Option<Vec<&str>> {
+        let mut types: Vec<&str> = match self {
+            Self::Units => return None,
+            Self::OwnerType(owner_type) => vec![owner_type.as_str()],
+            Self::OwnerTypes(owner_types) => owner_types.iter().map(String::as_str).collect(),
+        };
+        types.sort_unstable();
+        types.dedup();
+        Some(types)
+    }
 }

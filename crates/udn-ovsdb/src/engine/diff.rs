@@ -129,7 +129,7 @@ pub(crate) fn index_rows(units: &[DesiredUnit]) -> Result<RowIndex<'_>, PlanErro
 fn stamp_of<'a>(controller: &'a str, key: &'a UnitKey, row: &'a DesiredRow) -> Stamp<'a> {
     Stamp {
         controller,
-        owner_type: &key.owner_type,
+        owner_type: row.stamped_owner_type(key),
         owner: &key.name,
         id: &row.id,
     }

@@ -40,13 +40,47 @@ pub enum PlanError {
         /// The unit.
         unit: UnitKey,
     },
-    /// A unit's owner type is not the one the scope covers.
+    /// A unit's owner type is not one the scope covers.
     #[error("unit {unit} is outside the plan's scope (owner type {scope:?})")]
     OutOfScope {
         /// The unit.
         unit: UnitKey,
-        /// The owner type of the scope.
+        /// The owner types the scope covers, separated by `", "`.
         scope: String,
+    },
+    /// A unit's or a scope's owner type is declared as a row owner type
+    /// ([`Engine::with_row_owner_type`](super::Engine::with_row_owner_type)): rows stamped
+    /// with it belong to units of another type.
+    #[error(
+        "owner type {owner_type:?} is a row owner type of {unit_type:?} units, not a unit owner type (given as {given})"
+    )]
+    RowOwnerTypeAsUnitType {
+        /// The owner type.
+        owner_type: String,
+        /// The unit owner type it is declared for.
+        unit_type: String,
+        /// Where it was given: `unit <key>` or `scope`.
+        given: String,
+    },
+    /// A desired row of a root table carries a row owner type: a gone unit's root rows are
+    /// found by the unit's own owner type.
+    #[error("{at}: row owner type {owner_type:?} on a row of root table {:?}: only rows of non-root tables may carry one", at.table)]
+    RowOwnerTypeOnRoot {
+        /// The row.
+        at: Box<RowAt>,
+        /// The row owner type.
+        owner_type: String,
+    },
+    /// A desired row carries a row owner type not declared for its unit's owner type.
+    #[error(
+        "{at}: row owner type {owner_type:?} is not declared for units of owner type {:?} (Engine::with_row_owner_type)",
+        at.unit.owner_type
+    )]
+    UndeclaredRowOwnerType {
+        /// The row.
+        at: Box<RowAt>,
+        /// The row owner type.
+        owner_type: String,
     },
     /// The server schema has no such table.
     #[error("{at}: the server schema (as monitored) has no table {:?}", at.table)]

@@ -1,6 +1,6 @@
 //! A unit's fingerprint: a keyed 128-bit hash of everything the planner reads from a desired
-//! unit, as given: its key, and every row's table, id, columns with their values (reals by
-//! their bits) and reference targets, plus the controller. Everything is streamed as 64-bit
+//! unit, as given: its key, and every row's table, id, row owner type, columns with their
+//! values (reals by their bits) and reference targets, plus the controller. Everything is streamed as 64-bit
 //! words (strings length-prefixed, values tagged, so that different contents do not run
 //! into each other); each word, bound to its position, goes through a folded 64x64->128-bit
 //! multiplication with keys random per engine, into two 64-bit lanes. The multiplications
@@ -157,6 +157,13 @@ pub(crate) fn fingerprint(keys: &FingerprintKeys, controller: &str, unit: &Desir
     for row in &unit.rows {
         h.text(&row.table);
         h.text(&row.id);
+        match &row.owner_type {
+            Some(owner_type) => {
+                h.tagged(15, 1);
+                h.text(owner_type);
+            }
+            None => h.tagged(15, 0),
+        }
         h.columns(&row.columns);
         h.tagged(11, row.refs.len());
         for (column, targets) in &row.refs {
@@ -235,6 +242,8 @@ mod tests {
                 }),
             ),
             fingerprint(&keys, "ctl", &unit(|r| r).row(DesiredRow::new("ACL", "a"))),
+            fingerprint(&keys, "ctl", &unit(|r| r.owner_type("NetpolNode"))),
+            fingerprint(&keys, "ctl", &unit(|r| r.owner_type("Network"))),
         ];
         for (i, other) in changed.iter().enumerate() {
             assert_ne!(base, *other, "variant {i}");

@@ -11,6 +11,12 @@
 //! for dry runs); [`Engine::apply`] sends it; [`Engine::reconcile`] does both and verifies.
 //! An engine remembers the units it found converged, so that planning an unchanged desired
 //! state against an unchanged database costs O(units), not a comparison of every row.
+//!
+//! A row belongs to the unit its stamps name: `k8s.ovn.org/owner` is the unit name and
+//! `k8s.ovn.org/owner-type` the unit's owner type, or a row owner type declared for that type
+//! with [`Engine::with_row_owner_type`] (rows of non-root tables only, see
+//! [`DesiredRow::owner_type`](DesiredRow#structfield.owner_type)). Such a row is found,
+//! compared, fingerprinted and removed as any row of its unit.
 
 mod apply;
 mod client;
@@ -25,6 +31,7 @@ mod fingerprint;
 mod hasher;
 mod order;
 mod owned;
+mod owner_types;
 mod parallel;
 mod plan;
 mod reconcile;
@@ -40,6 +47,7 @@ mod tests;
 use std::sync::Arc;
 
 use converged::Converged;
+use owner_types::RowOwnerTypes;
 
 pub use apply::{ApplyPolicy, ApplyReport, TransactFailure, Transactor, UnitOutcome};
 pub use desired::{DesiredRow, DesiredUnit, RowRef, Scope, UnitKey};
@@ -54,14 +62,15 @@ pub use view::OwnedRowsView;
 #[derive(Debug, Clone)]
 pub struct Engine {
     controller: String,
+    row_owner_types: Arc<RowOwnerTypes>,
     converged: Arc<Converged>,
 }
 
 impl PartialEq for Engine {
-    /// Engines are equal when they are for the same controller (their memories only save
-    /// work).
+    /// Engines are equal when they are for the same controller with the same row owner
+    /// types (their memories only save work).
     fn eq(&self, other: &Self) -> bool {
-        self.controller == other.controller
+        self.controller == other.controller && self.row_owner_types == other.row_owner_types
     }
 }
 
@@ -72,8 +81,24 @@ impl Engine {
     pub fn new(controller: &str) -> Self {
         Self {
             controller: controller.to_owned(),
+            row_owner_types: Arc::new(RowOwnerTypes::default()),
             converged: Arc::new(Converged::default()),
         }
+    }
+
+    /// This engine with rows stamped with owner type `row_owner_type` belonging to units of
+    /// owner type `unit_owner_type` (replacing an earlier declaration of `row_owner_type`):
+    /// desired rows of those units may carry it ([`DesiredRow::owner_type`](
+    /// DesiredRow#structfield.owner_type)), and rows stamped with it are found as rows of the
+    /// unit their `k8s.ovn.org/owner` names. `row_owner_type` cannot be a unit's owner type
+    /// nor in a [`Scope`]; rows stamped with a type no longer declared belong to no unit.
+    /// The engine returned remembers no converged units (declarations change which rows a
+    /// unit owns), and shares no memory with the engine it was made from.
+    #[must_use]
+    pub fn with_row_owner_type(mut self, row_owner_type: &str, unit_owner_type: &str) -> Self {
+        Arc::make_mut(&mut self.row_owner_types).declare(row_owner_type, unit_owner_type);
+        self.converged = Arc::new(Converged::default());
+        self
     }
 
     /// The controller name.

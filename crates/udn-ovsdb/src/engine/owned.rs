@@ -2,14 +2,23 @@
 //! id, through the indexed `k8s.ovn.org/id` stamp), and the owned rows of the units in
 //! scope that no desired row is (stale), found through the owner stamps without reading
 //! the rows that are desired.
+//!
+//! A row is unit `T/N`'s when it carries this controller's stamp, `k8s.ovn.org/owner` = `N`,
+//! and `k8s.ovn.org/owner-type` = `T` or a row owner type declared for `T` (see
+//! [`RowOwnerTypes`]): read from the row alone, the same for a unit that is desired, one of
+//! [`Scope::Units`] and one found gone. A unit's rows are looked up by its name (indexed)
+//! and filtered by that rule; units no longer desired are found per owner type of the
+//! scope, by name, so `Node/a` given keeps nothing of `RemoteNode/a`.
 
 use std::collections::BTreeSet;
 
+use super::Engine;
 use super::converged::Converged;
 use super::desired::{DesiredUnit, Scope, UnitKey};
 use super::hasher::{FastMap, FastSet};
+use super::owner_types::RowOwnerTypes;
 use super::parallel::{map_ranges, split_even, workers};
-use super::stamps::{EXTERNAL_IDS, ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, Stamp, owned_by};
+use super::stamps::{EXTERNAL_IDS, ID_KEY, OWNER_KEY, OWNER_TYPE_KEY, Stamp, Stamps, owned_by};
 use super::validate::is_ownable;
 use super::view::OwnedRowsView;
 use crate::protocol::{Atom, Row, Uuid};
@@ -112,26 +121,30 @@ pub(crate) fn locate_row<'v, V: OwnedRowsView>(
     )
 }
 
-/// Owned rows of units in scope that no desired row is: per given unit, and (with
-/// [`Scope::OwnerType`]) the units of that type found in the database but not given, in name
-/// order.
+/// Owned rows of units in scope that no desired row is: per given unit, and (with a scope
+/// of owner types) the units of those types found in the database but not given, in unit
+/// key order.
 pub(crate) type Unmatched<'v> = (Vec<Vec<OwnedRow<'v>>>, Vec<(UnitKey, Vec<OwnedRow<'v>>)>);
 
-/// Names of the scope's owner type present in the database that own none of our rows of
-/// that type, with their versions (see [`Converged`]).
+/// Units of the scope's owner types (owner type, name present in the database) that own none
+/// of our rows, with their versions (see [`Converged`]).
 pub(crate) type Foreign = Vec<(UnitKey, u64)>;
 
 /// The owned rows of the compared units (`skipped` ones have none: they are converged) that
-/// are not `matched` (by a desired row); with [`Scope::OwnerType`], also the units no
-/// longer desired and the names owning none of our rows.
+/// are not `matched` (by a desired row); with a scope of owner types, also the units no
+/// longer desired and the names owning none of our rows of a type.
 pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
     view: &'v V,
-    (controller, converged): (&str, &Converged),
+    engine: &Engine,
     units: &[DesiredUnit],
     skipped: &[bool],
     scope: &Scope,
     matched: &FastMap<Uuid, (u32, u32)>,
 ) -> (Unmatched<'v>, Foreign) {
+    let ours = Ours {
+        controller: &engine.controller,
+        row_types: &engine.row_owner_types,
+    };
     let tables = ownable_tables(view);
     let compared = units
         .iter()
@@ -150,7 +163,7 @@ pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
                 if skipped.get(start + i).copied().unwrap_or(false) {
                     Vec::new()
                 } else {
-                    unmatched_of_unit(view, controller, &tables, &unit.key, matched)
+                    unmatched_of_unit(view, ours, &tables, &unit.key, matched)
                 }
             })
             .collect::<Vec<_>>()
@@ -158,92 +171,143 @@ pub(crate) fn unmatched_rows<'v, V: OwnedRowsView>(
     .into_iter()
     .flatten()
     .collect();
-    let Scope::OwnerType(owner_type) = scope else {
+    let Some(owner_types) = scope.covered() else {
         return ((per_unit, Vec::new()), Vec::new());
     };
     let (gone, foreign) = gone_units(
         view,
-        (controller, converged),
+        (ours, &engine.converged),
         units,
         &tables,
-        owner_type,
+        &owner_types,
         matched,
     );
     ((per_unit, gone), foreign)
 }
 
-/// The units of `owner_type` in the database that are not desired, with their rows, in
-/// name order; and the names present that own none of our rows of that type. Candidates
-/// are the distinct owner names the view lists (no row read), else the owners of the rows of
-/// the type; a name known to own none of ours at its current version is not read again.
+/// How rows are recognised as this controller's and attributed to units.
+#[derive(Debug, Clone, Copy)]
+struct Ours<'e> {
+    controller: &'e str,
+    row_types: &'e RowOwnerTypes,
+}
+
+impl<'e> Ours<'e> {
+    /// The owner type of the unit owning `row` and the row's stamps, when the row is ours
+    /// and names a unit (owner type and name).
+    fn unit_of<'a, 'r: 'a>(&'a self, row: &'r Row) -> Option<(&'a str, Stamps<'r>)>
+    where
+        'e: 'a,
+    {
+        let stamps = owned_by(row, self.controller)?;
+        stamps.owner?;
+        Some((self.row_types.unit_type(stamps.owner_type?), stamps))
+    }
+}
+
+/// The units of `owner_types` in the database that are not desired, with their rows, in
+/// unit key order; and the (type, name) present that own none of our rows. Candidates are
+/// the distinct owner names the view lists (no row read), else the owners of the rows
+/// stamped with the types (or their row owner types); a (type, name) known to own none of
+/// ours at the name's current version is not read again, and every candidate name's rows are
+/// read once for all the types it is read for.
 fn gone_units<'v, V: OwnedRowsView>(
     view: &'v V,
-    (controller, converged): (&str, &Converged),
+    (ours, converged): (Ours<'_>, &Converged),
     units: &[DesiredUnit],
     tables: &[&'v str],
-    owner_type: &str,
+    owner_types: &[&str],
     matched: &FastMap<Uuid, (u32, u32)>,
 ) -> (Vec<(UnitKey, Vec<OwnedRow<'v>>)>, Foreign) {
-    let desired: FastSet<&str> = units.iter().map(|unit| unit.key.name.as_str()).collect();
+    let desired: FastSet<(&str, &str)> = units
+        .iter()
+        .map(|unit| (unit.key.owner_type.as_str(), unit.key.name.as_str()))
+        .collect();
+    let gone_somewhere = |name: &str| owner_types.iter().any(|t| !desired.contains(&(*t, name)));
     let mut names: BTreeSet<&'v str> = BTreeSet::new();
     for table in tables {
         if let Some(values) = view.values(table, OWNER_KEY) {
-            names.extend(values.into_iter().filter(|name| !desired.contains(name)));
+            names.extend(values.into_iter().filter(|name| gone_somewhere(name)));
             continue;
         }
-        for uuid in view.find(table, OWNER_TYPE_KEY, owner_type) {
-            let owner = view
-                .row(table, &uuid)
-                .and_then(|row| owned_by(row, controller))
-                .filter(|stamps| stamps.owner_type == Some(owner_type))
-                .and_then(|stamps| stamps.owner);
-            if let Some(owner) = owner.filter(|owner| !desired.contains(owner)) {
-                names.insert(owner);
+        for owner_type in owner_types {
+            for stamped in ours.row_types.stamped_types(owner_type) {
+                for uuid in view.find(table, OWNER_TYPE_KEY, stamped) {
+                    let owner = view
+                        .row(table, &uuid)
+                        .and_then(|row| ours.unit_of(row))
+                        .filter(|(unit_type, stamps)| {
+                            unit_type == owner_type && stamps.owner_type == Some(stamped)
+                        })
+                        .and_then(|(_, stamps)| stamps.owner);
+                    if let Some(owner) =
+                        owner.filter(|owner| !desired.contains(&(owner_type, owner)))
+                    {
+                        names.insert(owner);
+                    }
+                }
             }
         }
     }
     let mut gone = Vec::new();
     let mut foreign = Vec::new();
     for name in names {
-        let key = UnitKey::new(owner_type, name);
         let version = view.version(OWNER_KEY, name);
-        if converged.is_foreign(&key, version) {
-            foreign.extend(version.map(|v| (key, v)));
+        let mut read: Vec<&str> = Vec::new();
+        for owner_type in owner_types {
+            if desired.contains(&(*owner_type, name)) {
+                continue;
+            }
+            let key = UnitKey::new(*owner_type, name);
+            if converged.is_foreign(&key, version) {
+                foreign.extend(version.map(|v| (key, v)));
+            } else {
+                read.push(owner_type);
+            }
+        }
+        if read.is_empty() {
             continue;
         }
-        let (ours, rows) = rows_of_name(view, controller, tables, (owner_type, name), matched);
-        if !rows.is_empty() {
-            gone.push((key, rows));
-        } else if !ours {
-            foreign.extend(version.map(|v| (key, v)));
+        let found = rows_of_name(view, ours, tables, (&read, name), matched);
+        for (owner_type, (owns, rows)) in read.into_iter().zip(found) {
+            let key = UnitKey::new(owner_type, name);
+            if !rows.is_empty() {
+                gone.push((key, rows));
+            } else if !owns {
+                foreign.extend(version.map(|v| (key, v)));
+            }
         }
     }
+    gone.sort_by(|a, b| a.0.cmp(&b.0));
     (gone, foreign)
 }
 
-/// Our rows of `owner_type` owned by `name` that no desired row is, and whether it owns any
-/// of ours at all.
+/// Per owner type of `owner_types`: our rows of the unit of that type named `name` that no
+/// desired row is, and whether that unit owns any of ours at all.
 fn rows_of_name<'v, V: OwnedRowsView>(
     view: &'v V,
-    controller: &str,
+    ours: Ours<'_>,
     tables: &[&'v str],
-    (owner_type, name): (&str, &str),
+    (owner_types, name): (&[&str], &str),
     matched: &FastMap<Uuid, (u32, u32)>,
-) -> (bool, Vec<OwnedRow<'v>>) {
-    let mut ours = false;
-    let mut rows = Vec::new();
+) -> Vec<(bool, Vec<OwnedRow<'v>>)> {
+    let mut found: Vec<(bool, Vec<OwnedRow<'v>>)> = vec![(false, Vec::new()); owner_types.len()];
     for table in tables {
         for uuid in view.find(table, OWNER_KEY, name) {
             let Some(row) = view.row(table, &uuid) else {
                 continue;
             };
-            let Some(stamps) = owned_by(row, controller) else {
+            let Some((unit_type, stamps)) = ours.unit_of(row) else {
                 continue;
             };
-            if stamps.owner_type != Some(owner_type) || stamps.owner != Some(name) {
+            let slot = owner_types
+                .iter()
+                .position(|t| *t == unit_type)
+                .and_then(|i| found.get_mut(i));
+            let Some((owns, rows)) = slot.filter(|_| stamps.owner == Some(name)) else {
                 continue;
-            }
-            ours = true;
+            };
+            *owns = true;
             if !matched.contains_key(&uuid) {
                 rows.push(OwnedRow {
                     table,
@@ -254,12 +318,14 @@ fn rows_of_name<'v, V: OwnedRowsView>(
             }
         }
     }
-    (ours, rows)
+    found
 }
 
+/// The rows of unit `key` (its name, and its owner type or a row owner type declared for
+/// it) that no desired row is.
 fn unmatched_of_unit<'v, V: OwnedRowsView>(
     view: &'v V,
-    controller: &str,
+    ours: Ours<'_>,
     tables: &[&'v str],
     key: &UnitKey,
     matched: &FastMap<Uuid, (u32, u32)>,
@@ -273,10 +339,10 @@ fn unmatched_of_unit<'v, V: OwnedRowsView>(
             let Some(row) = view.row(table, &uuid) else {
                 continue;
             };
-            let Some(stamps) = owned_by(row, controller) else {
+            let Some((unit_type, stamps)) = ours.unit_of(row) else {
                 continue;
             };
-            if stamps.owner_type == Some(key.owner_type.as_str()) {
+            if unit_type == key.owner_type && stamps.owner == Some(key.name.as_str()) {
                 out.push(OwnedRow {
                     table,
                     uuid,

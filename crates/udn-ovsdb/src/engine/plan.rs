@@ -127,8 +127,8 @@ pub(crate) enum Pass {
 
 impl Engine {
     /// Plans the operations that make the units of `units` (and, with
-    /// [`Scope::OwnerType`], the absence of other units of that type) true in the database
-    /// `view` shows. Pure: reads the view, returns data.
+    /// [`Scope::OwnerType`] or [`Scope::OwnerTypes`], the absence of other units of those
+    /// types) true in the database `view` shows. Pure: reads the view, returns data.
     ///
     /// A unit this engine (or a clone) found with nothing to do at the same desired rows and
     /// the same [`OwnedRowsView::version`] of its owner name is not compared again (see
@@ -154,7 +154,7 @@ impl Engine {
         given: Option<Vec<u128>>,
         pass: Pass,
     ) -> Result<(Plan, Vec<(DesiredUnit, u128)>), PlanError> {
-        check_keys(&units, scope)?;
+        check_keys(&units, scope, &self.row_owner_types)?;
         let controller = self.controller.as_str();
         let mut known = self.converged.known(view, controller, &units, given);
         let Compared {
@@ -163,13 +163,7 @@ impl Engine {
             stale,
             gone,
             foreign,
-        } = compare(
-            view,
-            (controller, &self.converged),
-            &mut units,
-            scope,
-            &mut known,
-        )?;
+        } = compare(view, self, &mut units, scope, &mut known)?;
         let desired = units.len();
         for key in gone {
             units.push(DesiredUnit::new(key));
@@ -405,7 +399,8 @@ impl Work<'_> {
             if let (Some(row), Some(RowDecision::Insert { refs, .. })) = (row, decision) {
                 let mut values = row.columns;
                 if let Some(key) = self.keys.get(u as usize) {
-                    stamp(self.controller, key, &row.id).apply(&mut values);
+                    stamp(self.controller, key, row.owner_type.as_deref(), &row.id)
+                        .apply(&mut values);
                 }
                 for (column, value) in refs {
                     if !matches!(&value, Value::Set(s) if s.is_empty()) {
@@ -435,10 +430,17 @@ struct Changes {
     mutations: Vec<Mutation>,
 }
 
-fn stamp<'a>(controller: &'a str, key: &'a UnitKey, id: &'a str) -> Stamp<'a> {
+/// The stamps of the row `id` of unit `key` with row owner type `owner_type` (`None`: the
+/// unit's).
+fn stamp<'a>(
+    controller: &'a str,
+    key: &'a UnitKey,
+    owner_type: Option<&'a str>,
+    id: &'a str,
+) -> Stamp<'a> {
     Stamp {
         controller,
-        owner_type: &key.owner_type,
+        owner_type: owner_type.unwrap_or(&key.owner_type),
         owner: &key.name,
         id,
     }
@@ -465,7 +467,7 @@ fn existing_ops(
                 if let Some(caller) = row.columns.remove(EXTERNAL_IDS) {
                     ids.insert(EXTERNAL_IDS.to_owned(), caller);
                 }
-                stamp(controller, key, &row.id).apply(&mut ids);
+                stamp(controller, key, row.owner_type.as_deref(), &row.id).apply(&mut ids);
                 values.extend(ids);
             } else if let Some(value) = row.columns.remove(&column) {
                 values.insert(column, value);

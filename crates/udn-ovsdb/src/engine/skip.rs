@@ -7,6 +7,7 @@ use super::desired::{DesiredUnit, Scope};
 use super::diff::{Diff, RowDecision};
 use super::hasher::FastMap;
 use super::owned::Foreign;
+use super::owner_types::RowOwnerTypes;
 use super::parallel::{map_ranges, split, workers};
 use super::stale::{Stale, StalePlan};
 use super::stamps::owned_by;
@@ -37,8 +38,8 @@ pub(crate) fn unit_work(diff: &Diff<'_>, stale: &[StalePlan<'_>]) -> Vec<bool> {
 }
 
 /// What to remember of a plan: the compared desired units with nothing to do (at the
-/// version read for them) and, for a whole owner type, which units are desired and which
-/// names own none of our rows.
+/// version read for them) and, for whole owner types, which units are desired and which
+/// (type, name) own none of our rows.
 pub(crate) fn findings(
     units: &[DesiredUnit],
     desired: usize,
@@ -60,18 +61,15 @@ pub(crate) fn findings(
             ))
         })
         .collect();
-    let scope = match scope {
-        Scope::Units => None,
-        Scope::OwnerType(owner_type) => Some(ScopeFindings {
-            owner_type: owner_type.clone(),
-            desired: units
-                .iter()
-                .take(desired)
-                .map(|unit| unit.key.name.clone())
-                .collect(),
-            foreign,
-        }),
-    };
+    let scope = scope.covered().map(|owner_types| ScopeFindings {
+        owner_types: owner_types.into_iter().map(str::to_owned).collect(),
+        desired: units
+            .iter()
+            .take(desired)
+            .map(|unit| unit.key.clone())
+            .collect(),
+        foreign,
+    });
     Findings { converged, scope }
 }
 
@@ -80,7 +78,7 @@ pub(crate) fn findings(
 /// be compared, to refer to the row that stays or to fail as a compared unit would.
 pub(crate) fn skipped_referrers<V: OwnedRowsView>(
     view: &V,
-    controller: &str,
+    (controller, row_types): (&str, &RowOwnerTypes),
     units: &[DesiredUnit],
     skipped: &[bool],
     stale: &Stale<'_>,
@@ -105,8 +103,10 @@ pub(crate) fn skipped_referrers<V: OwnedRowsView>(
             else {
                 continue;
             };
+            // A row stamped with a row owner type belongs to a unit of the type it is
+            // declared for.
             if let (Some(owner_type), Some(owner)) = (stamps.owner_type, stamps.owner)
-                && let Some(&u) = position.get(&(owner_type, owner))
+                && let Some(&u) = position.get(&(row_types.unit_type(owner_type), owner))
             {
                 out.push(u);
             }

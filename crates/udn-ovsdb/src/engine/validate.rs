@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use super::cursor::Cursor;
 use super::desired::{DesiredRow, DesiredUnit, RowRef, Scope, UnitKey};
 use super::error::{PlanError, RowAt};
+use super::owner_types::RowOwnerTypes;
 use super::parallel::{map_chunks_mut, split, workers};
 use super::stamps::{EXTERNAL_IDS, is_stamp_key};
 use crate::protocol::{Atom, Value};
@@ -23,16 +24,38 @@ pub(crate) fn is_ownable(table: &TableSchema) -> bool {
     })
 }
 
-/// Checks the unit keys: each given once, each of the scope's owner type.
-pub(crate) fn check_keys(units: &[DesiredUnit], scope: &Scope) -> Result<(), PlanError> {
+/// Checks the unit keys: each given once, each of an owner type the scope covers, none (and
+/// no type of the scope) a row owner type.
+pub(crate) fn check_keys(
+    units: &[DesiredUnit],
+    scope: &Scope,
+    row_types: &RowOwnerTypes,
+) -> Result<(), PlanError> {
+    let covered = scope.covered();
+    for owner_type in covered.iter().flatten() {
+        if let Some(unit_type) = row_types.declared(owner_type) {
+            return Err(PlanError::RowOwnerTypeAsUnitType {
+                owner_type: (*owner_type).to_owned(),
+                unit_type: unit_type.to_owned(),
+                given: "scope".to_owned(),
+            });
+        }
+    }
     let mut seen: HashSet<&UnitKey> = HashSet::with_capacity(units.len());
     for unit in units {
-        if let Scope::OwnerType(owner_type) = scope
-            && unit.key.owner_type != *owner_type
+        if let Some(covered) = &covered
+            && !covered.contains(&unit.key.owner_type.as_str())
         {
             return Err(PlanError::OutOfScope {
                 unit: unit.key.clone(),
-                scope: owner_type.clone(),
+                scope: covered.join(", "),
+            });
+        }
+        if let Some(unit_type) = row_types.declared(&unit.key.owner_type) {
+            return Err(PlanError::RowOwnerTypeAsUnitType {
+                owner_type: unit.key.owner_type.clone(),
+                unit_type: unit_type.to_owned(),
+                given: format!("unit {}", unit.key),
             });
         }
         if !seen.insert(&unit.key) {
@@ -49,6 +72,7 @@ pub(crate) fn check_keys(units: &[DesiredUnit], scope: &Scope) -> Result<(), Pla
 /// an earlier plan with the same content and schema.
 pub(crate) fn check_rows(
     schema: &DbSchema,
+    row_types: &RowOwnerTypes,
     units: &mut [DesiredUnit],
     check: &[bool],
 ) -> Result<(), PlanError> {
@@ -63,7 +87,7 @@ pub(crate) fn check_rows(
     map_chunks_mut(&mut selected, &ranges, |chunk| {
         for unit in chunk {
             for row in &mut unit.rows {
-                check_row(schema, &unit.key, row)?;
+                check_row(schema, row_types, &unit.key, row)?;
             }
         }
         Ok(())
@@ -72,7 +96,12 @@ pub(crate) fn check_rows(
     .collect()
 }
 
-fn check_row(schema: &DbSchema, unit: &UnitKey, row: &mut DesiredRow) -> Result<(), PlanError> {
+fn check_row(
+    schema: &DbSchema,
+    row_types: &RowOwnerTypes,
+    unit: &UnitKey,
+    row: &mut DesiredRow,
+) -> Result<(), PlanError> {
     let Some(table) = schema.table(&row.table) else {
         return Err(PlanError::UnknownTable {
             at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
@@ -83,6 +112,7 @@ fn check_row(schema: &DbSchema, unit: &UnitKey, row: &mut DesiredRow) -> Result<
             at: RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone()),
         });
     }
+    check_row_owner_type(table, row_types, unit, row)?;
     let mut schema_columns = Cursor::new(&table.columns);
     for (column, value) in &mut row.columns {
         let Some(schema_column) = schema_columns.seek(column) else {
@@ -149,6 +179,33 @@ fn unknown(unit: &UnitKey, table: &str, id: &str, column: &str) -> PlanError {
         at: RowAt::boxed(unit.clone(), table.to_owned(), id.to_owned()),
         column: column.to_owned(),
     }
+}
+
+/// A row owner type other than the unit's must be declared for the unit's owner type, on a
+/// row of a non-root table.
+fn check_row_owner_type(
+    table: &TableSchema,
+    row_types: &RowOwnerTypes,
+    unit: &UnitKey,
+    row: &DesiredRow,
+) -> Result<(), PlanError> {
+    let Some(owner_type) = row.owner_type.as_ref().filter(|t| **t != unit.owner_type) else {
+        return Ok(());
+    };
+    let at = || RowAt::boxed(unit.clone(), row.table.clone(), row.id.clone());
+    if table.is_root {
+        return Err(PlanError::RowOwnerTypeOnRoot {
+            at: at(),
+            owner_type: owner_type.clone(),
+        });
+    }
+    if row_types.declared(owner_type) != Some(unit.owner_type.as_str()) {
+        return Err(PlanError::UndeclaredRowOwnerType {
+            at: at(),
+            owner_type: owner_type.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// Refuses ownership stamp keys in the caller's `external_ids` (the engine sets them).

@@ -4,7 +4,7 @@
 //! Each table `T` has a struct named in UpperCamelCase (`NB_Global` -> [`NbGlobal`]) with
 //! `uuid` and one field per column (Rust keywords get a trailing `_`: `type_`, `match_`), a
 //! module of name constants (`logical_switch::TABLE`, `logical_switch::PORTS`) and a
-//! [`Table`](crate::table::Table) impl converting to and from protocol rows.
+//! [`Table`] impl converting to and from protocol rows.
 
 mod generated;
 

@@ -6,8 +6,11 @@ mod apply;
 mod memory;
 mod plan;
 mod props;
+mod row_owner;
+mod scopes;
 mod skip;
 mod synced;
+mod units;
 mod validation;
 
 use std::future::Future;

@@ -508,7 +508,7 @@ unit Network/net1:
 }
 
 /// The memory database without [`OwnedRowsView::values`].
-struct Unlisted<'d>(&'d MemoryDb);
+pub(crate) struct Unlisted<'d>(pub(crate) &'d MemoryDb);
 
 impl OwnedRowsView for Unlisted<'_> {
     fn schema(&self) -> &crate::schema::DbSchema {

@@ -1,7 +1,8 @@
 //! Property: whatever the sequence of desired states, one apply converges (the next plan
 //! is empty), the owned rows are exactly the desired ones, and foreign rows survive; also
 //! with changes made behind the engine's back between reconciles, which never let a
-//! drifted unit be skipped.
+//! drifted unit be skipped. Networks' ACLs come and go stamped with a row owner type or
+//! with the unit's.
 
 use std::collections::BTreeSet;
 
@@ -9,25 +10,41 @@ use proptest::prelude::*;
 
 use super::memory::{MemoryDb, Shared};
 use super::synced::Synced;
-use super::{CONTROLLER, block_on, engine, external_id, network, s};
-use crate::engine::{ApplyPolicy, DesiredUnit, Scope};
+use super::{CONTROLLER, block_on, external_id, network, s};
+use crate::engine::{ApplyPolicy, DesiredUnit, Engine, Scope};
 use crate::protocol::{
     Atom, Condition, ConditionFunction, Mutation, Mutator, Operation, Row, Value,
 };
 
-/// A desired state: per network (of 4), absent or (nodes, drop port group, subnet variant).
-fn states() -> impl Strategy<Value = Vec<Vec<Option<(usize, bool, u8)>>>> {
-    let network = proptest::option::of((0usize..3, any::<bool>(), 0u8..2));
+/// The row owner type networks' ACLs may carry.
+const NETWORK_ACL: &str = "NetworkACL";
+
+/// An engine knowing `NetworkACL` rows as rows of `Network` units.
+fn engine() -> Engine {
+    Engine::new(CONTROLLER).with_row_owner_type(NETWORK_ACL, "Network")
+}
+
+/// One network's state: (nodes, drop port group, subnet variant, ACLs stamped `NetworkACL`).
+type NetworkState = (usize, bool, u8, bool);
+
+/// A desired state: per network (of 4), absent or its state.
+fn states() -> impl Strategy<Value = Vec<Vec<Option<NetworkState>>>> {
+    let network = proptest::option::of((0usize..3, any::<bool>(), 0u8..2, any::<bool>()));
     proptest::collection::vec(proptest::collection::vec(network, 4), 1..4)
 }
 
-fn desired(state: &[Option<(usize, bool, u8)>]) -> Vec<DesiredUnit> {
+fn desired(state: &[Option<NetworkState>]) -> Vec<DesiredUnit> {
     state
         .iter()
         .enumerate()
         .filter_map(|(i, n)| n.map(|n| (i, n)))
-        .map(|(i, (nodes, drop_pg, subnet))| {
+        .map(|(i, (nodes, drop_pg, subnet, acl_type))| {
             let mut unit = network(&format!("net{i}"), nodes);
+            if acl_type {
+                for row in unit.rows.iter_mut().filter(|r| r.table == "ACL") {
+                    row.owner_type = Some(NETWORK_ACL.to_owned());
+                }
+            }
             if drop_pg {
                 unit.rows
                     .retain(|r| r.table != "Port_Group" && r.table != "ACL");
@@ -245,7 +262,7 @@ proptest! {
                     .flat_map(|u| u.rows.iter().map(|r| (r.table.clone(), r.id.clone())))
                     .collect();
                 synced.reconcile(&engine, units.clone(), &scope);
-                if let Err(plan) = synced.holds(units.clone(), &scope) {
+                if let Err(plan) = synced.holds_with(&self::engine(), units.clone(), &scope) {
                     prop_assert!(false, "not converged after reconcile: {}", plan);
                 }
                 prop_assert_eq!(owned_ids(&synced.db.db.lock().unwrap()), want);

@@ -315,7 +315,7 @@ fn after_a_resync_nothing_is_skipped_until_compared_again() {
 }
 
 /// A view counting the rows it is asked to find by owner name.
-struct Counting<'r> {
+pub(crate) struct Counting<'r> {
     replica: &'r Replica,
     finds: Mutex<Vec<String>>,
 }
@@ -344,7 +344,8 @@ impl OwnedRowsView for Counting<'_> {
     }
 }
 
-fn owner_finds(
+/// A plan of `units` against the replica, and the owner names whose rows it looked up.
+pub(crate) fn owner_finds(
     synced: &Synced,
     units: Vec<DesiredUnit>,
     scope: &Scope,

@@ -120,8 +120,19 @@ impl Synced {
     /// Whether the database holds exactly `units` (and, with `scope`, nothing else of its
     /// type): a plan by an engine that remembers nothing, against the database itself.
     pub(crate) fn holds(&self, units: Vec<DesiredUnit>, scope: &Scope) -> Result<(), String> {
+        self.holds_with(&super::engine(), units, scope)
+    }
+
+    /// [`Synced::holds`] planned by `fresh`, an engine that remembers nothing (e.g. one with
+    /// row owner types).
+    pub(crate) fn holds_with(
+        &self,
+        fresh: &Engine,
+        units: Vec<DesiredUnit>,
+        scope: &Scope,
+    ) -> Result<(), String> {
         let db = self.db.db.lock().unwrap();
-        let plan = super::engine().plan(&*db, units, scope).unwrap();
+        let plan = fresh.plan(&*db, units, scope).unwrap();
         assert_eq!(plan.skipped_units(), 0);
         if plan.is_empty() {
             Ok(())
