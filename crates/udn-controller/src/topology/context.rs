@@ -60,6 +60,18 @@ impl<'a> NetCtx<'a> {
         }
     }
 
+    /// The zone's nodes in name order, local ones (`local`) or remote ones.
+    pub(crate) fn nodes(&self, local: bool) -> Vec<&'a Node> {
+        let mut nodes: Vec<&Node> = self
+            .zone
+            .nodes
+            .iter()
+            .filter(|n| n.local == local)
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes
+    }
+
     /// Whether this is the default network.
     pub(crate) fn is_default(&self) -> bool {
         self.net.is_default()

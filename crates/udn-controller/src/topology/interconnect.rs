@@ -69,7 +69,7 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
 
 /// The unit of every remote node.
 pub(crate) fn remote_nodes(ctx: &NetCtx<'_>, build: &mut Build) {
-    for node in ctx.zone.nodes.iter().filter(|n| !n.local) {
+    for node in ctx.nodes(false) {
         match remote_node(ctx, node, build) {
             Ok(rows) => build.unit(REMOTE_NODE_UNIT, &node.name, rows),
             Err(missing) => build.problems.push(Problem::Node {

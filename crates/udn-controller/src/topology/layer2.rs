@@ -44,10 +44,10 @@ pub(crate) fn build(ctx: &NetCtx<'_>, pods: &[PodAttachment], build: &mut Build)
         }
     };
     if ctx.gateway_topology && !subnets.is_empty() {
-        for node in ctx.zone.nodes.iter().filter(|n| n.local) {
+        for node in ctx.nodes(true) {
             local_node(ctx, node, &subnets, build);
         }
-        for node in ctx.zone.nodes.iter().filter(|n| !n.local) {
+        for node in ctx.nodes(false) {
             match remote_gateway_port(ctx, node, build) {
                 Ok(rows) => build.unit(REMOTE_NODE_UNIT, &node.name, rows),
                 Err(missing) => build.problems.push(Problem::Node {

@@ -36,7 +36,7 @@ pub(crate) fn local_host_subnets(
     build: &mut Build,
 ) -> BTreeMap<String, Vec<HostSubnet>> {
     let mut locals = BTreeMap::new();
-    for node in ctx.zone.nodes.iter().filter(|n| n.local) {
+    for node in ctx.nodes(true) {
         match host_subnets(ctx, node) {
             Ok(subnets) => {
                 locals.insert(node.name.clone(), subnets);
