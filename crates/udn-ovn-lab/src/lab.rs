@@ -19,7 +19,7 @@ use crate::pod::{
     InterfaceSpec, Pod, PodEntry, PodSpec, check_interface, disable_ipv6, netns_suffix,
     plumb_interface,
 };
-use crate::probe::{Ping, TcpListener, payload, ping, tcp_send};
+use crate::probe::{Ping, TcpListener, payload, ping, tcp_connect, tcp_send};
 use crate::run_dir::RunDir;
 use crate::underlay::{ExternalHost, UNDERLAY_BRIDGE, Underlay, mac_for};
 
@@ -333,6 +333,18 @@ impl Lab {
         TcpListener::start(netns, port, timeout)
     }
 
+    /// Whether a TCP connection from `netns` to `dst:port` is accepted (a listener, e.g. from
+    /// [`Lab::listen_tcp`], counts its connection as received).
+    pub fn tcp_connect(
+        &self,
+        netns: &str,
+        dst: IpAddr,
+        port: u16,
+        timeout: Duration,
+    ) -> Result<bool, LabError> {
+        tcp_connect(netns, dst, port, timeout)
+    }
+
     /// Connects from `netns` to `dst:port`, sends `data` and closes; true if that worked.
     pub fn tcp_send(
         &self,
@@ -410,6 +422,12 @@ impl Lab {
         out
     }
 }
+
+// Tests share a lab across threads (parallel probes).
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Lab>();
+};
 
 fn tail(path: &Path, lines: usize) -> Result<String, LabError> {
     let text = std::fs::read_to_string(path).map_err(|source| LabError::File {

@@ -245,6 +245,23 @@ pub(crate) fn tcp_send(
     Ok(output.success())
 }
 
+/// Whether a TCP connection from `netns` to `dst:port` is accepted (`nc -z`).
+pub(crate) fn tcp_connect(
+    netns: &str,
+    dst: IpAddr,
+    port: u16,
+    timeout: Duration,
+) -> Result<bool, LabError> {
+    let output = Cmd::new("nc")
+        .netns(netns)
+        .args(["-n", "-z", "-w"])
+        .arg(whole_seconds(timeout).to_string())
+        .arg(dst.to_string())
+        .arg(port.to_string())
+        .output(&format!("connect to {dst}:{port} from {netns}"))?;
+    Ok(output.success())
+}
+
 /// A deterministic, incompressible-looking payload (xorshift), so a byte-exact comparison
 /// catches corruption such as a bad checksum path.
 pub(crate) fn payload(len: usize) -> Vec<u8> {
