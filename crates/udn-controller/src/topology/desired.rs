@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use udn_ipam::MacAddress;
-use udn_ovsdb::engine::{DesiredRow, DesiredUnit, RowRef, UnitKey};
+use udn_ovsdb::engine::{DesiredRow, DesiredUnit, Engine, RowRef, Scope, UnitKey};
 
 use super::context::NetCtx;
+use super::dbids::NETPOL_NODE_OWNER_TYPE;
 use super::problem::Problem;
 use super::zone::ZoneInputs;
 use super::{cluster, interconnect, isolation, layer2, localnet, node_switch, pods};
@@ -35,6 +36,31 @@ pub const NETWORK_OWNER_TYPES: [&str; 5] = [
     POD_UNIT,
     UDN_ISOLATION_UNIT,
 ];
+
+/// Row owner types of a network controller's rows and the unit owner type they belong to
+/// (declare them on the engine: [`network_engine`]): upstream's `NetpolNode` ACLs of the
+/// management ports are rows of `Node` units.
+pub const ROW_OWNER_TYPES: [(&str, &str); 1] = [(NETPOL_NODE_OWNER_TYPE, NODE_UNIT)];
+
+/// The engine of the network controller `controller`, with the [`ROW_OWNER_TYPES`] declared.
+pub fn network_engine(controller: &str) -> Engine {
+    ROW_OWNER_TYPES
+        .iter()
+        .fold(Engine::new(controller), |engine, (row_type, unit_type)| {
+            engine.with_row_owner_type(row_type, unit_type)
+        })
+}
+
+/// The scope a network controller plans with: every unit of [`NETWORK_OWNER_TYPES`], so that
+/// units no longer desired (a deleted node or pod) are removed whole.
+pub fn network_scope() -> Scope {
+    Scope::OwnerTypes(
+        NETWORK_OWNER_TYPES
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect(),
+    )
+}
 
 /// One static MAC binding the network needs (`Static_MAC_Binding` has no `external_ids`,
 /// so it is planned by [`super::keyed`], not by the engine).
@@ -180,6 +206,5 @@ impl Rows {
 /// `row` with its `k8s.ovn.org/owner-type` stamp set to `owner_type` (dbIDs rows inside a
 /// unit of another owner type, e.g. the `NetpolNode` ACL of a node unit).
 pub(crate) fn owned_as(row: DesiredRow, owner_type: &str) -> DesiredRow {
-    let _ = owner_type;
-    row
+    row.owner_type(owner_type)
 }

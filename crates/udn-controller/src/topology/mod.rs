@@ -47,7 +47,8 @@ pub use copp::DEFAULT_COPP;
 pub use dbids::hash_for_ovn;
 pub use desired::{
     CLUSTER_UNIT, NETWORK_OWNER_TYPES, NODE_UNIT, NetworkDesired, POD_UNIT, REMOTE_NODE_UNIT,
-    StaticMacBinding, UDN_ISOLATION_UNIT, load_balancer_groups, network_desired,
+    ROW_OWNER_TYPES, StaticMacBinding, UDN_ISOLATION_UNIT, load_balancer_groups, network_desired,
+    network_engine, network_scope,
 };
 pub use problem::{Missing, Part, Problem};
 pub use zone::{DEFAULT_ACL_LOGGING_RATE_LIMIT, SchemaFeatures, ZoneInputs};

@@ -445,8 +445,9 @@ fn management_port_allow_acl() {
     );
     let ls = row(&d, "Logical_Switch", "isolatednet_node1");
     assert_eq!(refs(ls, "acls"), [id.to_owned()].into());
-    // The ACL lives in the node's unit.
+    // The ACL lives in the node's unit, stamped with upstream's owner type.
     assert!(unit(&d, NODE_UNIT, "node1").rows.iter().any(|r| r.id == id));
+    assert_eq!(acl.owner_type.as_deref(), Some("NetpolNode"));
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod default_network;
 mod fixtures;
+mod keyed;
 mod layer2;
 mod layer3;
 mod localnet;
