@@ -10,10 +10,15 @@
 //! controller owns) -> apply (batched transactions).
 
 pub mod config;
+pub mod events;
 pub mod ipam;
+pub mod metrics;
 pub mod model;
 pub mod networks;
 pub mod nodes;
 pub mod pods;
 pub mod sb;
+pub mod snapshot;
 pub mod topology;
+pub mod watch;
+pub mod zone;

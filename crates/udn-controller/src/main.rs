@@ -1,0 +1,72 @@
+//! `udn-controller`: see the crate docs and docs/controller.md.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Parser;
+use tokio::task::JoinSet;
+use udn_api::cluster_args::ClusterArgs;
+use udn_controller::config::{Config, ControllerArgs};
+use udn_controller::metrics::Metrics;
+use udn_controller::zone::Zone;
+use udn_runtime::{AdminServer, Readiness, RuntimeArgs, Shutdown};
+
+/// udn NB controller (upstream: ovnkube-controller): every network's OVN logical topology
+/// for one zone, pods, UDN isolation ACLs and interconnect.
+#[derive(Debug, Parser)]
+#[command(name = "udn-controller", version, about)]
+struct Args {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    controller: ControllerArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    args.runtime
+        .init_telemetry()
+        .context("setting up logging")?;
+    let config =
+        Config::from_args(&args.controller, &args.cluster).context("invalid configuration")?;
+    let shutdown = Shutdown::new();
+    shutdown
+        .trigger_on_signal()
+        .context("installing signal handlers")?;
+    let client = args
+        .runtime
+        .kube_client()
+        .await
+        .context("connecting to the API server")?;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let readiness = Readiness::new();
+    let (admin, addr) = AdminServer::bind(args.runtime.admin_bind_address)
+        .await
+        .context("starting the admin server")?;
+    tracing::info!(%addr, "admin server listening");
+    let admin = tokio::spawn(admin.serve(Arc::new(registry), readiness.clone(), shutdown.clone()));
+    // One zone, one controller: no leader election (upstream's ovnkube-controller in
+    // interconnect mode does not elect either).
+    let mut tasks = JoinSet::new();
+    let started = tokio::select! {
+        () = shutdown.wait() => None,
+        started = Zone::start(config, client, metrics, &mut tasks) => Some(started),
+    };
+    if let Some(started) = started {
+        let (zone, changes) = started.context("starting the zone controller")?;
+        readiness.set_ready(true);
+        let stop = {
+            let shutdown = shutdown.clone();
+            async move { shutdown.wait().await }
+        };
+        zone.run(changes, stop).await;
+    }
+    shutdown.trigger();
+    tasks.shutdown().await;
+    admin.await.context("admin server")?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! The zone's two OVSDB connections: what the replicas hold and index.
+
+use udn_ovsdb::client::{Client, ClientConfig, ClientError, Endpoint};
+use udn_ovsdb::engine::{INDEXED_KEYS, OWNER_CONTROLLER_KEY};
+use udn_ovsdb::schema::Requirements;
+
+/// Northbound tables the controller writes or reads (all columns).
+pub const NB_TABLES: [&str; 16] = [
+    "NB_Global",
+    "Logical_Switch",
+    "Logical_Switch_Port",
+    "Logical_Router",
+    "Logical_Router_Port",
+    "Logical_Router_Static_Route",
+    "Logical_Router_Policy",
+    "NAT",
+    "ACL",
+    "Port_Group",
+    "Load_Balancer_Group",
+    "Gateway_Chassis",
+    "Static_MAC_Binding",
+    "Copp",
+    "Meter",
+    "Meter_Band",
+];
+
+/// Southbound tables and columns the controller reads: chassis and their encaps (remote
+/// chassis), port bindings (binding remote ports), SB_Global (northd progress).
+const SB_COLUMNS: [(&str, &[&str]); 4] = [
+    (
+        "Chassis",
+        &["name", "hostname", "encaps", "other_config", "external_ids"],
+    ),
+    ("Encap", &["type", "ip", "options", "chassis_name"]),
+    (
+        "Port_Binding",
+        &[
+            "logical_port",
+            "type",
+            "chassis",
+            "requested_chassis",
+            "options",
+        ],
+    ),
+    ("SB_Global", &["nb_cfg"]),
+];
+
+/// Connects to the zone's Northbound database.
+pub async fn connect_nb(endpoint: Endpoint) -> Result<Client, ClientError> {
+    let mut monitor = Requirements::default();
+    for table in NB_TABLES {
+        monitor = monitor.with(table, []);
+    }
+    let mut config = ClientConfig::new(endpoint, udn_ovsdb::nb::DATABASE);
+    config.required = monitor.clone();
+    config.monitor = monitor;
+    config.indexed_keys = INDEXED_KEYS
+        .iter()
+        .chain(std::iter::once(&OWNER_CONTROLLER_KEY))
+        .map(|k| (*k).to_owned())
+        .collect();
+    Client::connect(config).await
+}
+
+/// Connects to the zone's Southbound database.
+pub async fn connect_sb(endpoint: Endpoint) -> Result<Client, ClientError> {
+    let mut monitor = Requirements::default();
+    let mut required = Requirements::default();
+    for (table, columns) in SB_COLUMNS {
+        monitor = monitor.with(table, columns.iter().copied());
+        required = required.with(table, []);
+    }
+    let mut config = ClientConfig::new(endpoint, "OVN_Southbound");
+    config.monitor = monitor;
+    config.required = required;
+    Client::connect(config).await
+}

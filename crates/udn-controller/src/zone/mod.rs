@@ -1,0 +1,174 @@
+//! The zone reconciler: the imperative shell around the pure parts. One task runs passes:
+//! read the caches ([`crate::snapshot`]), allocate and annotate local pods' addresses,
+//! tear down networks that are gone or changed incompatibly, reconcile every network's
+//! units through its engine (one per network controller, as upstream's
+//! `<network>-network-controller` owner), write the rows without `external_ids` by name,
+//! and the remote chassis and remote port bindings into the Southbound database.
+//!
+//! Passes run after changes (Kubernetes watch events, debounced) and periodically: an
+//! unchanged zone costs one comparison per converged unit and sends nothing.
+
+mod annotate;
+mod clients;
+mod pass;
+mod shared;
+mod teardown;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kube::runtime::events::{Recorder, Reporter};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+use udn_ovsdb::client::{Client, ClientError};
+use udn_ovsdb::engine::{ApplyPolicy, Engine};
+
+pub use clients::{NB_TABLES, connect_nb, connect_sb};
+pub use pass::PassReport;
+
+use crate::config::Config;
+use crate::events::Events;
+use crate::ipam::ZoneIpam;
+use crate::metrics::Metrics;
+use crate::networks::NetworkIdentity;
+use crate::watch::{self, Change, Stores};
+
+/// After a change, wait this long for more before a pass (a burst of events is one pass).
+const DEBOUNCE: Duration = Duration::from_millis(20);
+/// A pass at least this often, also without changes (drift in the databases, retries).
+const RESYNC: Duration = Duration::from_secs(30);
+/// After a pass that left work (a failed write, unbound remote ports), the next one after
+/// this long.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// Why the controller stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ZoneError {
+    /// The Kubernetes watches did not start.
+    #[error(transparent)]
+    Watch(#[from] watch::WatchError),
+    /// A database connection failed.
+    #[error("connect to the {database} database")]
+    Connect {
+        /// `Northbound` or `Southbound`.
+        database: &'static str,
+        /// Why.
+        #[source]
+        source: ClientError,
+    },
+}
+
+/// A network as last reconciled: tearing it down and building again is needed when this
+/// changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Running {
+    id: u32,
+    identity: Option<NetworkIdentity>,
+    /// When the network was first seen (for the programmed-duration metric), until its first
+    /// complete reconcile.
+    pending_since: Option<Instant>,
+}
+
+/// The zone reconciler's state.
+pub struct Zone {
+    config: Config,
+    kube: kube::Client,
+    stores: Stores,
+    nb: Client,
+    sb: Client,
+    engines: BTreeMap<String, Engine>,
+    running: BTreeMap<String, Running>,
+    ipam: ZoneIpam,
+    restored: bool,
+    swept: bool,
+    events: Events,
+    metrics: Metrics,
+    policy: ApplyPolicy,
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zone")
+            .field("zone", &self.config.zone.zone)
+            .field("networks", &self.running.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Zone {
+    /// Connects to the databases and starts the watches (on `tasks`; changes arrive on the
+    /// returned receiver).
+    pub async fn start(
+        config: Config,
+        kube: kube::Client,
+        metrics: Metrics,
+        tasks: &mut JoinSet<()>,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<Change>), ZoneError> {
+        let nb = connect_nb(config.nb.clone())
+            .await
+            .map_err(|source| ZoneError::Connect {
+                database: "Northbound",
+                source,
+            })?;
+        let sb = connect_sb(config.sb.clone())
+            .await
+            .map_err(|source| ZoneError::Connect {
+                database: "Southbound",
+                source,
+            })?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stores = watch::start(&kube, tasks, tx).await?;
+        let reporter = Reporter {
+            controller: "udn-controller".to_owned(),
+            instance: Some(config.zone.zone.clone()),
+        };
+        let events = Events::new(Some(Recorder::new(kube.clone(), reporter)));
+        info!(zone = %config.zone.zone, "zone controller started");
+        Ok((
+            Self {
+                config,
+                kube,
+                stores,
+                nb,
+                sb,
+                engines: BTreeMap::new(),
+                running: BTreeMap::new(),
+                ipam: ZoneIpam::default(),
+                restored: false,
+                swept: false,
+                events,
+                metrics,
+                policy: ApplyPolicy::default(),
+            },
+            rx,
+        ))
+    }
+
+    /// Runs passes until `stop` resolves.
+    pub async fn run(
+        mut self,
+        mut changes: mpsc::UnboundedReceiver<Change>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
+        let mut stop = std::pin::pin!(stop);
+        let mut next = Duration::ZERO;
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                change = changes.recv() => {
+                    if change.is_none() {
+                        warn!("watches ended");
+                        return;
+                    }
+                    // Collect the burst.
+                    tokio::time::sleep(DEBOUNCE).await;
+                    while changes.try_recv().is_ok() {}
+                }
+                () = tokio::time::sleep(next) => {}
+            }
+            let report = self.pass().await;
+            next = if report.needs_retry() { RETRY } else { RESYNC };
+        }
+    }
+}

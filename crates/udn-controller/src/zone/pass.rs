@@ -1,0 +1,420 @@
+//! One reconcile pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use tracing::{debug, info, warn};
+use udn_ovsdb::engine::UnitOutcome;
+
+use super::teardown::{controllers_in, network_engine, network_scope};
+use super::{Running, Zone, annotate, shared};
+use crate::events::{Subject, Warning};
+use crate::metrics::{ErrorLabels, ResultLabels, TopologyLabels};
+use crate::model::{Network, PodAttachment};
+use crate::networks::NetworkIdentity;
+use crate::sb::{remote_binding_ops, remote_chassis, remote_chassis_ops};
+use crate::snapshot::{Snapshot, attachments_by_network, snapshot};
+use crate::topology::keyed::{KeyedDesired, plan_keyed};
+use crate::topology::{self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs};
+
+/// What a pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PassReport {
+    /// Networks reconciled.
+    pub networks: usize,
+    /// Northbound operations committed.
+    pub nb_ops: usize,
+    /// Southbound operations committed.
+    pub sb_ops: usize,
+    /// Pod annotations written.
+    pub pods_annotated: usize,
+    /// Steps that failed (retried soon).
+    pub failures: usize,
+    /// Remote ports waiting for a binding or pods waiting for an annotation write.
+    pub pending: usize,
+}
+
+impl PassReport {
+    /// Whether a pass should come again soon.
+    pub fn needs_retry(&self) -> bool {
+        self.failures > 0 || self.pending > 0 || self.pods_annotated > 0
+    }
+}
+
+fn identity(network: &Network) -> Option<NetworkIdentity> {
+    network.user_defined().map(NetworkIdentity::of)
+}
+
+/// The object a topology problem is about: the node, the pod, or for a network-wide part the
+/// network's first NAD (the default network has none: logged only).
+fn problem_subject(network: &Network, problem: &Problem) -> Option<Subject> {
+    match problem {
+        Problem::Node { node, .. } => Some(Subject::Node(node.clone())),
+        Problem::Pod { namespace, pod, .. } => Some(Subject::Pod(namespace.clone(), pod.clone())),
+        Problem::Network { .. } => network.nads.first().map(|nad| Subject::nad(nad)),
+    }
+}
+
+impl Zone {
+    fn read(&self) -> Snapshot {
+        let nads = self.stores.nads.state();
+        let nodes = self.stores.nodes.state();
+        let namespaces = self.stores.namespaces.state();
+        let pods = self.stores.pods.state();
+        snapshot(
+            &self.config.zone,
+            nads.iter().map(AsRef::as_ref),
+            nodes.iter().map(AsRef::as_ref),
+            namespaces.iter().map(AsRef::as_ref),
+            pods.iter().map(AsRef::as_ref),
+        )
+    }
+
+    /// One pass: everything the zone wants, written; see the module docs.
+    pub async fn pass(&mut self) -> PassReport {
+        let started = Instant::now();
+        let mut report = PassReport::default();
+        let snap = self.read();
+        let mut warnings: Vec<Warning> = Vec::new();
+        for (node, error) in &snap.node_errors {
+            warnings.push(Warning {
+                subject: Subject::Node(node.clone()),
+                reason: "ErrorReconcilingNode",
+                message: error.to_string(),
+            });
+        }
+        for problem in &snap.networks.problems {
+            warnings.push(Warning {
+                subject: Subject::nad(&problem.nad),
+                reason: problem.reason,
+                message: problem.message.clone(),
+            });
+        }
+
+        // Pod addresses first: their annotations are what pod ports are built from.
+        if !self.restored {
+            annotate::restore(&mut self.ipam, &snap);
+            self.restored = true;
+        }
+        annotate::release_gone(&mut self.ipam, &snap);
+        let (writes, pod_warnings) = annotate::allocate(&mut self.ipam, &snap, &self.config.zone);
+        warnings.extend(pod_warnings);
+        let count = writes.len();
+        let failed = annotate::write(&self.kube, writes).await;
+        report.pods_annotated = count - failed;
+        if failed > 0 {
+            report.failures += 1;
+            self.metrics
+                .errors
+                .get_or_create(&ErrorLabels {
+                    kind: "pod_annotation",
+                })
+                .inc();
+        }
+
+        let (attachments, open_port_problems) = attachments_by_network(&snap);
+        for problem in open_port_problems {
+            warnings.push(Warning {
+                subject: Subject::pod(&problem.pod),
+                reason: "ErrorUpdatingResource",
+                message: format!(
+                    "failed to update UDN pod {} open ports: {}",
+                    problem.pod,
+                    shared::open_ports_message(&problem.error)
+                ),
+            });
+        }
+
+        self.teardown_stale(&snap, &mut report).await;
+        self.reconcile_networks(&snap, &attachments, &mut warnings, &mut report)
+            .await;
+        self.reconcile_sb(&snap, &mut warnings, &mut report).await;
+        self.events.report(warnings).await;
+
+        let result = if report.failures == 0 { "ok" } else { "error" };
+        self.metrics
+            .passes
+            .get_or_create(&ResultLabels { result })
+            .inc();
+        self.metrics
+            .pass_duration
+            .observe(started.elapsed().as_secs_f64());
+        debug!(
+            networks = report.networks,
+            nb_ops = report.nb_ops,
+            sb_ops = report.sb_ops,
+            pods_annotated = report.pods_annotated,
+            failures = report.failures,
+            millis = started.elapsed().as_millis() as u64,
+            "pass done"
+        );
+        report
+    }
+
+    /// Tears down networks that are gone or changed incompatibly, and (once, at start)
+    /// controllers of networks that no longer exist.
+    async fn teardown_stale(&mut self, snap: &Snapshot, report: &mut PassReport) {
+        let mut stale: BTreeSet<String> = BTreeSet::new();
+        for (name, running) in &self.running {
+            match snap.networks.networks.get(name) {
+                Some(net) if net.id == running.id && identity(net) == running.identity => {}
+                _ => {
+                    stale.insert(name.clone());
+                }
+            }
+        }
+        let mut controllers: Vec<String> = stale
+            .iter()
+            .map(|name| format!("{name}-network-controller"))
+            .collect();
+        if !self.swept {
+            let live: BTreeSet<String> = snap
+                .networks
+                .networks
+                .values()
+                .map(Network::controller_name)
+                .collect();
+            let found = controllers_in(&self.nb.replica());
+            controllers.extend(found.into_iter().filter(|c| !live.contains(c)));
+            self.swept = true;
+        }
+        controllers.sort();
+        controllers.dedup();
+        for controller in controllers {
+            match self.teardown(&controller).await {
+                Ok(applied) if applied.is_success() => {
+                    info!(controller = %controller, ops = applied.ops, "network torn down");
+                    report.nb_ops += applied.ops;
+                }
+                Ok(applied) => {
+                    for failure in applied.failures() {
+                        warn!(controller = %controller, error = %failure, "network teardown failed");
+                    }
+                    report.failures += 1;
+                }
+                Err(error) => {
+                    warn!(controller = %controller, error = %error, "network teardown failed");
+                    report.failures += 1;
+                }
+            }
+        }
+        for name in stale {
+            self.running.remove(&name);
+        }
+    }
+
+    /// Reconciles every network: the default network first (it owns the COPP the other
+    /// routers refer to), then the others.
+    async fn reconcile_networks(
+        &mut self,
+        snap: &Snapshot,
+        attachments: &BTreeMap<String, Vec<PodAttachment>>,
+        warnings: &mut Vec<Warning>,
+        report: &mut PassReport,
+    ) {
+        let features = SchemaFeatures::of(&self.nb.schema());
+        let mut order: Vec<&Network> = snap.networks.networks.values().collect();
+        order.sort_by_key(|n| (!n.is_default(), n.name.clone()));
+        // Rows without external_ids that networks refer to come first: the load balancer
+        // groups (their names do not depend on the rendering).
+        let groups_only = KeyedDesired {
+            load_balancer_groups: order
+                .iter()
+                .flat_map(|n| topology::load_balancer_groups(n))
+                .collect(),
+            controllers: order.iter().map(|n| n.controller_name()).collect(),
+            ..KeyedDesired::default()
+        };
+        let upserts = plan_keyed(&groups_only, &*self.nb.replica()).upserts;
+        match self.write_nb(upserts).await {
+            Ok(ops) => report.nb_ops += ops,
+            Err(error) => {
+                warn!(error = %error, "load balancer groups not written");
+                report.failures += 1;
+            }
+        }
+        let mut keyed_parts: Vec<NetworkDesired> = Vec::new();
+        let empty: Vec<PodAttachment> = Vec::new();
+        for net in order {
+            let (copp, groups) = shared::shared_rows(&self.nb.replica());
+            let mut zone = ZoneInputs::new(&self.config.zone, &snap.nodes);
+            zone.copp = copp;
+            zone.load_balancer_groups = groups;
+            zone.features = features;
+            let pods = attachments.get(&net.name).unwrap_or(&empty);
+            let desired: NetworkDesired = topology::network_desired(net, &zone, pods);
+            for problem in &desired.problems {
+                let message = format!("network {}: {problem}", net.name);
+                match problem_subject(net, problem) {
+                    Some(subject) => warnings.push(Warning {
+                        subject,
+                        reason: problem_reason(problem),
+                        message,
+                    }),
+                    None => warn!(network = %net.name, problem = %message, "cannot render"),
+                }
+            }
+            keyed_parts.push(NetworkDesired {
+                controller: desired.controller.clone(),
+                units: Vec::new(),
+                load_balancer_groups: desired.load_balancer_groups.clone(),
+                static_mac_bindings: desired.static_mac_bindings.clone(),
+                problems: Vec::new(),
+            });
+            let ok = self.reconcile_network(net, desired, report).await;
+            let running = self.running.entry(net.name.clone()).or_insert(Running {
+                id: net.id,
+                identity: identity(net),
+                pending_since: Some(Instant::now()),
+            });
+            if ok && let Some(since) = running.pending_since.take() {
+                self.metrics
+                    .udn_nbdb_programmed
+                    .get_or_create(&TopologyLabels {
+                        topology: net.topology().as_str(),
+                    })
+                    .observe(since.elapsed().as_secs_f64());
+            }
+        }
+        report.networks = snap.networks.networks.len();
+        self.metrics
+            .networks
+            .set(i64::try_from(report.networks).unwrap_or(i64::MAX));
+        // Then the static MAC bindings, and the groups and bindings nobody wants any more.
+        let keyed = KeyedDesired::from_networks(&keyed_parts);
+        let plan = plan_keyed(&keyed, &*self.nb.replica());
+        let mut ops = plan.upserts;
+        ops.extend(plan.deletes);
+        match self.write_nb(ops).await {
+            Ok(ops) => report.nb_ops += ops,
+            Err(error) => {
+                warn!(error = %error, "static MAC bindings or load balancer groups not written");
+                report.failures += 1;
+            }
+        }
+    }
+
+    /// Writes plain operations to the Northbound database in one transaction.
+    async fn write_nb(
+        &self,
+        ops: Vec<udn_ovsdb::protocol::Operation>,
+    ) -> Result<usize, udn_ovsdb::client::ClientError> {
+        if ops.is_empty() {
+            return Ok(0);
+        }
+        let count = ops.len();
+        let started = Instant::now();
+        self.nb.transact(ops).await?;
+        self.metrics.record_write("nb", count, started.elapsed());
+        Ok(count)
+    }
+
+    /// Reconciles one network's units; whether everything landed.
+    async fn reconcile_network(
+        &mut self,
+        net: &Network,
+        desired: NetworkDesired,
+        report: &mut PassReport,
+    ) -> bool {
+        let engine = self
+            .engines
+            .entry(desired.controller.clone())
+            .or_insert_with(|| network_engine(&desired.controller))
+            .clone();
+        let started = Instant::now();
+        match engine
+            .reconcile(&self.nb, desired.units, &network_scope(), &self.policy)
+            .await
+        {
+            Ok(applied) => {
+                if applied.ops > 0 {
+                    self.metrics
+                        .record_write("nb", applied.ops, started.elapsed());
+                    debug!(network = %net.name, ops = applied.ops, transactions = applied.transactions, "network reconciled");
+                }
+                report.nb_ops += applied.ops;
+                let mut ok = true;
+                for (unit, outcome) in &applied.units {
+                    match outcome {
+                        UnitOutcome::Failed(error) => {
+                            warn!(network = %net.name, unit = %unit, error = %error, "unit not applied");
+                            ok = false;
+                        }
+                        UnitOutcome::NotAttempted => ok = false,
+                        UnitOutcome::Unchanged | UnitOutcome::Applied { .. } => {}
+                    }
+                }
+                if !ok {
+                    report.failures += 1;
+                    self.metrics
+                        .errors
+                        .get_or_create(&ErrorLabels { kind: "nb" })
+                        .inc();
+                }
+                ok
+            }
+            Err(error) => {
+                warn!(network = %net.name, error = %error, "network not planned");
+                report.failures += 1;
+                self.metrics
+                    .errors
+                    .get_or_create(&ErrorLabels { kind: "plan" })
+                    .inc();
+                false
+            }
+        }
+    }
+
+    /// Remote chassis and remote port bindings in the Southbound database.
+    async fn reconcile_sb(
+        &mut self,
+        snap: &Snapshot,
+        warnings: &mut Vec<Warning>,
+        report: &mut PassReport,
+    ) {
+        let (desired, missing) = remote_chassis(&snap.nodes);
+        for (node, annotation) in missing {
+            warnings.push(Warning {
+                subject: Subject::Node(node.clone()),
+                reason: "ErrorReconcilingNode",
+                message: format!(
+                    "remote node {node}: no remote chassis yet: annotation {annotation} is not set"
+                ),
+            });
+        }
+        let ops = {
+            let replica = self.sb.replica();
+            let mut ops = remote_chassis_ops(&desired, &*replica);
+            ops.extend(remote_binding_ops(&*replica));
+            ops
+        };
+        if ops.is_empty() {
+            report.pending += shared::unbound_remote_ports(&self.nb.replica(), &self.sb.replica());
+            return;
+        }
+        let count = ops.len();
+        let started = Instant::now();
+        match self.sb.transact(ops).await {
+            Ok(_) => {
+                self.metrics.record_write("sb", count, started.elapsed());
+                report.sb_ops += count;
+            }
+            Err(error) => {
+                warn!(error = %error, "southbound write failed");
+                report.failures += 1;
+                self.metrics
+                    .errors
+                    .get_or_create(&ErrorLabels { kind: "sb" })
+                    .inc();
+            }
+        }
+        report.pending += shared::unbound_remote_ports(&self.nb.replica(), &self.sb.replica());
+    }
+}
+
+fn problem_reason(problem: &Problem) -> &'static str {
+    match problem {
+        Problem::Pod { .. } => "ErrorReconcilingPod",
+        Problem::Node { .. } | Problem::Network { .. } => "ErrorReconcilingNode",
+    }
+}

@@ -1,0 +1,61 @@
+//! Networks that are gone or changed incompatibly are torn down: every row their
+//! controller owns is deleted (upstream `Cleanup()` of the network controller, and at start
+//! `CleanupStaleNetworks` for controllers of networks that no longer exist), then an
+//! incompatible network is built again by a fresh engine.
+
+use std::collections::BTreeSet;
+
+use udn_ovsdb::engine::{ApplyReport, Engine, OWNER_CONTROLLER_KEY, PlanError, Scope};
+use udn_ovsdb::replica::Replica;
+
+use super::Zone;
+use super::clients::NB_TABLES;
+use crate::topology::NETWORK_OWNER_TYPES;
+
+/// Suffix of every network controller's name.
+const CONTROLLER_SUFFIX: &str = "-network-controller";
+
+/// The network controllers owning rows in the Northbound database.
+pub(crate) fn controllers_in(replica: &Replica) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for table in NB_TABLES {
+        if let Some(values) = replica.indexed_values(table, OWNER_CONTROLLER_KEY) {
+            out.extend(
+                values
+                    .filter(|v| v.ends_with(CONTROLLER_SUFFIX))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    out
+}
+
+/// A network controller's engine: its name, and the upstream owner type its node units'
+/// management-port ACLs carry (`NetpolNode`, inside `Node` units).
+pub(crate) fn network_engine(controller: &str) -> Engine {
+    Engine::new(controller).with_row_owner_type("NetpolNode", crate::topology::NODE_UNIT)
+}
+
+/// The scope of a network controller: every owner type it uses.
+pub(crate) fn network_scope() -> Scope {
+    Scope::OwnerTypes(
+        NETWORK_OWNER_TYPES
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect(),
+    )
+}
+
+impl Zone {
+    /// Deletes every row `controller` owns.
+    pub(crate) async fn teardown(&mut self, controller: &str) -> Result<ApplyReport, PlanError> {
+        let engine = self
+            .engines
+            .remove(controller)
+            .unwrap_or_else(|| network_engine(controller));
+        engine.forget_converged();
+        engine
+            .reconcile(&self.nb, Vec::new(), &network_scope(), &self.policy)
+            .await
+    }
+}
