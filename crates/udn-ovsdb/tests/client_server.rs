@@ -304,6 +304,22 @@ async fn transaction_errors_are_typed_with_server_details() {
 }
 
 #[tokio::test]
+async fn changes_wake_a_waiter_once_the_replica_shows_them() {
+    let server = OvsdbServer::start_nb().unwrap();
+    let client = Client::connect(config(&server)).await.unwrap();
+    let mut changes = client.changes();
+    changes.borrow_and_update();
+    server.nbctl(&["ls-add", "sw1"]).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a change within 10 s")
+        .unwrap();
+    assert_eq!(switch_names(&client), vec!["sw1"]);
+    // Nothing happened since: no change pending.
+    assert!(!changes.has_changed().unwrap());
+}
+
+#[tokio::test]
 async fn monitor_sees_ovn_nbctl_changes() {
     let server = OvsdbServer::start_nb().unwrap();
     let client = Client::connect(config(&server)).await.unwrap();

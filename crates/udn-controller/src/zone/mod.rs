@@ -85,6 +85,7 @@ pub struct Zone {
     events: Events,
     metrics: Metrics,
     policy: ApplyPolicy,
+    reports: tokio::sync::watch::Sender<(u64, PassReport)>,
 }
 
 impl std::fmt::Debug for Zone {
@@ -140,9 +141,16 @@ impl Zone {
                 events,
                 metrics,
                 policy: ApplyPolicy::default(),
+                reports: tokio::sync::watch::Sender::new((0, PassReport::default())),
             },
             rx,
         ))
+    }
+
+    /// The number of passes done and the last one's report (tests and benchmarks wait on
+    /// it).
+    pub fn reports(&self) -> tokio::sync::watch::Receiver<(u64, PassReport)> {
+        self.reports.subscribe()
     }
 
     /// Runs passes until `stop` resolves.
@@ -153,9 +161,20 @@ impl Zone {
     ) {
         let mut stop = std::pin::pin!(stop);
         let mut next = Duration::ZERO;
+        // Southbound changes matter too: ovn-northd creates the port bindings of our remote
+        // ports after our writes, and we bind them.
+        let mut sb_changes = self.sb.changes();
         loop {
             tokio::select! {
                 () = &mut stop => return,
+                changed = sb_changes.changed() => {
+                    if changed.is_err() {
+                        warn!("southbound client ended");
+                        return;
+                    }
+                    tokio::time::sleep(DEBOUNCE).await;
+                    sb_changes.borrow_and_update();
+                }
                 change = changes.recv() => {
                     if change.is_none() {
                         warn!("watches ended");
@@ -169,6 +188,10 @@ impl Zone {
             }
             let report = self.pass().await;
             next = if report.needs_retry() { RETRY } else { RESYNC };
+            self.reports.send_modify(|(count, last)| {
+                *count += 1;
+                *last = report;
+            });
         }
     }
 }

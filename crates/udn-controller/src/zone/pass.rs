@@ -389,7 +389,7 @@ impl Zone {
             ops
         };
         if ops.is_empty() {
-            report.pending += shared::unbound_remote_ports(&self.nb.replica(), &self.sb.replica());
+            report.pending += remote_binding_ops(&*self.sb.replica()).len();
             return;
         }
         let count = ops.len();
@@ -408,7 +408,7 @@ impl Zone {
                     .inc();
             }
         }
-        report.pending += shared::unbound_remote_ports(&self.nb.replica(), &self.sb.replica());
+        report.pending += remote_binding_ops(&*self.sb.replica()).len();
     }
 }
 

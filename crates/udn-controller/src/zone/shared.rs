@@ -1,9 +1,8 @@
 //! Rows the network units refer to but do not own (the default network's COPP, the
-//! `Load_Balancer_Group` rows, which have no `external_ids` and are kept by name), the
-//! remote ports still waiting for a chassis binding, and upstream's wording of an
-//! open-ports annotation error.
+//! `Load_Balancer_Group` rows, which have no `external_ids` and are kept by name), and
+//! upstream's wording of an open-ports annotation error.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use udn_api::annotations::AnnotationError;
 use udn_ovsdb::protocol::{Atom, Row, Uuid, Value};
@@ -18,20 +17,6 @@ fn string<'r>(row: &'r Row, column: &str) -> Option<&'r str> {
     }
 }
 
-fn uuid_set(row: &Row, column: &str) -> Vec<Uuid> {
-    match row.get(column) {
-        Some(Value::Atom(Atom::Uuid(uuid))) => vec![*uuid],
-        Some(Value::Set(atoms)) => atoms
-            .iter()
-            .filter_map(|a| match a {
-                Atom::Uuid(u) => Some(*u),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// The COPP `ovnkube-default` and the load balancer groups, by name.
 pub(crate) fn shared_rows(nb: &Replica) -> (Option<Uuid>, BTreeMap<String, Uuid>) {
     let copp = nb
@@ -43,25 +28,6 @@ pub(crate) fn shared_rows(nb: &Replica) -> (Option<Uuid>, BTreeMap<String, Uuid>
         .filter_map(|(uuid, row)| Some((string(row, "name")?.to_owned(), *uuid)))
         .collect();
     (copp, groups)
-}
-
-/// Remote logical switch ports of the zone whose Southbound binding has no chassis yet
-/// (northd has not created it, or the binding is still to be written).
-pub(crate) fn unbound_remote_ports(nb: &Replica, sb: &Replica) -> usize {
-    let remote: BTreeSet<&str> = nb
-        .rows("Logical_Switch_Port")
-        .filter(|(_, row)| string(row, "type") == Some("remote"))
-        .filter_map(|(_, row)| string(row, "name"))
-        .collect();
-    if remote.is_empty() {
-        return 0;
-    }
-    let bound: BTreeSet<&str> = sb
-        .rows("Port_Binding")
-        .filter(|(_, row)| !uuid_set(row, "chassis").is_empty())
-        .filter_map(|(_, row)| string(row, "logical_port"))
-        .collect();
-    remote.iter().filter(|port| !bound.contains(*port)).count()
 }
 
 /// The reason upstream gives for an unreadable `k8s.ovn.org/open-default-ports`

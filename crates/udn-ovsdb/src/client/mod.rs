@@ -176,6 +176,13 @@ impl Client {
         Ok(generation.unwrap_or(after))
     }
 
+    /// A receiver that is marked changed whenever the replica changes (a monitor update or a
+    /// resync was applied), e.g. to react to rows other clients write. The value counts the
+    /// changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.state.subscribe_changes()
+    }
+
     /// Whether the client is connected and its replica synced.
     pub fn is_synced(&self) -> bool {
         self.shared.synced.borrow().is_some()

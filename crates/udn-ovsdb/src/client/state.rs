@@ -28,6 +28,8 @@ pub(crate) struct SyncState {
     generation: AtomicU64,
     last_txn_id: Mutex<Option<Uuid>>,
     last_sync: Mutex<Option<SyncKind>>,
+    /// Counts the changes applied to the replica (updates and syncs), for waiters.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl SyncState {
@@ -37,7 +39,18 @@ impl SyncState {
             generation: AtomicU64::new(0),
             last_txn_id: Mutex::new(None),
             last_sync: Mutex::new(None),
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// A receiver that sees the replica change (after the change is applied).
+    pub(crate) fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Replica> {
@@ -84,6 +97,7 @@ impl SyncState {
                 if update.last_txn_id.is_some() {
                     self.set_last_txn_id(update.last_txn_id);
                 }
+                self.changed();
                 Ok(())
             }
             Err(error) => {
@@ -131,6 +145,7 @@ impl SyncState {
             return Err(ProtocolError::Replica(error));
         }
         self.set_last_txn_id(last_txn_id);
+        self.changed();
         *self
             .last_sync
             .lock()
