@@ -116,15 +116,16 @@ fn pod_port(
         ids.push((NAD_KEY, pod.nad_key.clone()));
         ids.push((TOPOLOGY_KEY, ctx.markers.topology().to_owned()));
     }
-    let mut row = DesiredRow::new(logical_switch_port::TABLE, name)
+    // `type` is managed on every pod port: a Layer2 pod whose node moved into the zone
+    // stops being `remote`.
+    let port_type = if node.local { "" } else { "remote" };
+    let row = DesiredRow::new(logical_switch_port::TABLE, name)
         .string(logical_switch_port::NAME, name)
+        .string(logical_switch_port::TYPE, port_type)
         .value(logical_switch_port::ADDRESSES, string_set([&address]))
         .value(logical_switch_port::PORT_SECURITY, string_set([&address]))
         .value(logical_switch_port::OPTIONS, string_map(options))
         .value(logical_switch_port::EXTERNAL_IDS, string_map(ids));
-    if !node.local {
-        row = row.string(logical_switch_port::TYPE, "remote");
-    }
     Ok(Some(PodPort {
         row,
         local: node.local,

@@ -214,7 +214,7 @@ fn remote_gateway_ports_and_remote_pods() {
     assert_eq!(map(port, "external_ids"), ids);
     unit(&d, REMOTE_NODE_UNIT, "node2");
     let local = row(&d, "Logical_Switch_Port", "ns1.l2.net_ns1_a");
-    assert_eq!(get(local, "type"), None);
+    assert_eq!(s(local, "type"), "");
     assert_eq!(
         map(local, "options"),
         pairs(&[
