@@ -91,10 +91,11 @@ fn pod_port(
         });
     }
     let chassis = node.chassis_id.as_deref().ok_or(Missing::ChassisId)?;
-    let mut options = vec![
-        ("iface-id-ver", pod.uid.clone()),
-        ("requested-chassis", chassis.to_owned()),
-    ];
+    let mut options = Vec::new();
+    if !pod.uid.is_empty() {
+        options.push(("iface-id-ver", pod.uid.clone()));
+    }
+    options.push(("requested-chassis", chassis.to_owned()));
     if layer2 {
         let key = pod
             .tunnel_id
