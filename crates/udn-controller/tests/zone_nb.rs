@@ -98,7 +98,7 @@ async fn pods_get_addresses_ports_and_a_restart_changes_nothing() {
         kube::Api::namespaced(client.clone(), "blue");
     let remote = api.get("remote").await.unwrap();
     assert!(
-        remote
+        !remote
             .metadata
             .annotations
             .unwrap_or_default()

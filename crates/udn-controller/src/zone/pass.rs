@@ -6,7 +6,7 @@ use std::time::Instant;
 use tracing::{debug, info, warn};
 use udn_ovsdb::engine::UnitOutcome;
 
-use super::teardown::{controllers_in, network_engine, network_scope};
+use super::teardown::controllers_in;
 use super::{Running, Zone, annotate, shared};
 use crate::events::{Subject, Warning};
 use crate::metrics::{ErrorLabels, ResultLabels, TopologyLabels};
@@ -15,7 +15,9 @@ use crate::networks::NetworkIdentity;
 use crate::sb::{remote_binding_ops, remote_chassis, remote_chassis_ops};
 use crate::snapshot::{Snapshot, attachments_by_network, snapshot};
 use crate::topology::keyed::{KeyedDesired, plan_keyed};
-use crate::topology::{self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs};
+use crate::topology::{
+    self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs, network_engine, network_scope,
+};
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use udn_ovsdb::engine::{ApplyReport, Engine, OWNER_CONTROLLER_KEY, PlanError, Scope};
+use udn_ovsdb::engine::{ApplyReport, OWNER_CONTROLLER_KEY, PlanError};
 use udn_ovsdb::replica::Replica;
 
 use super::Zone;
 use super::clients::NB_TABLES;
-use crate::topology::NETWORK_OWNER_TYPES;
+use crate::topology::{network_engine, network_scope};
 
 /// Suffix of every network controller's name.
 const CONTROLLER_SUFFIX: &str = "-network-controller";
@@ -28,22 +28,6 @@ pub(crate) fn controllers_in(replica: &Replica) -> BTreeSet<String> {
         }
     }
     out
-}
-
-/// A network controller's engine: its name, and the upstream owner type its node units'
-/// management-port ACLs carry (`NetpolNode`, inside `Node` units).
-pub(crate) fn network_engine(controller: &str) -> Engine {
-    Engine::new(controller).with_row_owner_type("NetpolNode", crate::topology::NODE_UNIT)
-}
-
-/// The scope of a network controller: every owner type it uses.
-pub(crate) fn network_scope() -> Scope {
-    Scope::OwnerTypes(
-        NETWORK_OWNER_TYPES
-            .iter()
-            .map(|t| (*t).to_owned())
-            .collect(),
-    )
 }
 
 impl Zone {

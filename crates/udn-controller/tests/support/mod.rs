@@ -254,6 +254,16 @@ pub async fn put_pod(client: &kube::Client, ns: &str, name: &str, node: &str, an
     api.create(&PostParams::default(), &pod).await.unwrap();
 }
 
+pub async fn pod_uid(client: &kube::Client, ns: &str, name: &str) -> String {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    api.get(name)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap_or_default()
+}
+
 pub async fn delete_pod(client: &kube::Client, ns: &str, name: &str) {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     api.delete(name, &Default::default()).await.unwrap();
@@ -339,15 +349,15 @@ pub fn lsp_name(nad_key: &str, ns: &str, pod: &str) -> String {
 pub fn interface(
     ifname: &str,
     nad_key: &str,
-    ns: &str,
-    pod: &str,
+    (ns, pod, uid): (&str, &str, &str),
     entry: &PodNetworkAnnotation,
 ) -> udn_ovn_lab::InterfaceSpec {
     let mut spec = udn_ovn_lab::InterfaceSpec::new(
         ifname,
         &lsp_name(nad_key, ns, pod),
         &entry.mac_address.to_string(),
-    );
+    )
+    .external_id("iface-id-ver", uid);
     for ip in &entry.ip_addresses {
         spec = spec.ip(*ip);
     }
