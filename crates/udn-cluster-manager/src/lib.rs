@@ -3,15 +3,20 @@
 //! Controllers (each: inputs -> desired -> plan -> apply):
 //! - `network`: UDN and CUDN -> NetworkAttachmentDefinitions, finalizers, network IDs,
 //!   `NetworkCreated` conditions, deletion while pods still use a network.
-//! - `node_subnets`: per Layer3 network, one host subnet per node per family in the
-//!   node's `k8s.ovn.org/node-subnets` annotation.
+//! - `node_allocation`: every node's ID and transit switch port addresses
+//!   (`k8s.ovn.org/node-id`, `k8s.ovn.org/node-transit-switch-port-ifaddr`).
+//! - `node_subnets`: for the default network and every Layer3 network, one host subnet per
+//!   node per family in the node's `k8s.ovn.org/node-subnets` annotation.
 //! - `layer2_ipam`: pod IP/MAC/gateway for Layer2 networks in `k8s.ovn.org/pod-networks`,
-//!   persistent IPs through IPAMClaims.
+//!   persistent IPs through IPAMClaims, and (legacy Layer2 topology) the nodes' gateway router
+//!   tunnel IDs from the same per-network tunnel ID pools.
 
 pub mod config;
 pub mod context;
 pub mod layer2_ipam;
 pub mod metrics;
 pub mod network;
+pub mod node_allocation;
+mod node_patch;
 pub mod node_subnets;
 pub mod run;

@@ -15,7 +15,8 @@ use prometheus_client::registry::Registry;
 /// `controller` + `result` (`ok`, `error`, `requeue`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
-    /// Controller name (`udn`, `cudn`, `node-subnets`, `layer2-ipam`).
+    /// Controller name (`udn`, `cudn`, `node-allocation`, `node-subnets`,
+    /// `node-subnets-status`, `layer2-ipam`).
     pub controller: &'static str,
     /// Outcome.
     pub result: &'static str,
@@ -62,8 +63,11 @@ pub struct Metrics {
     pub errors: Family<ErrorLabels, Counter>,
     /// Reconcile duration by controller.
     pub duration: Family<ControllerLabels, Histogram>,
-    /// Free pod addresses (Layer2) or host subnets (Layer3) per network.
+    /// Free pod addresses (Layer2) or host subnets (Layer3 and the default network) per
+    /// network.
     pub free_addresses: Family<NetworkLabels, Gauge>,
+    /// Node IDs still free (of 2..=5000).
+    pub free_node_ids: Gauge,
     /// Upstream `ovnkube_clustermanager_user_defined_networks{role,topology}`.
     pub user_defined_networks: Family<NetworkKindLabels, Gauge>,
     /// Upstream `ovnkube_clustermanager_cluster_user_defined_networks{role,topology}`.
@@ -80,6 +84,7 @@ impl Metrics {
                 Histogram::new(exponential_buckets(0.0005, 2.0, 16))
             }),
             free_addresses: Family::default(),
+            free_node_ids: Gauge::default(),
             user_defined_networks: Family::default(),
             cluster_user_defined_networks: Family::default(),
         };
@@ -101,8 +106,13 @@ impl Metrics {
         );
         udn.register(
             "free_addresses",
-            "Free pod IPs (Layer2) or node host subnets (Layer3) per network",
+            "Free pod IPs (Layer2) or node host subnets (Layer3, default network) per network",
             metrics.free_addresses.clone(),
+        );
+        udn.register(
+            "free_node_ids",
+            "Node IDs not held by any node",
+            metrics.free_node_ids.clone(),
         );
         let upstream = registry.sub_registry_with_prefix("ovnkube_clustermanager");
         upstream.register(

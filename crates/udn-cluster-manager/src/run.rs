@@ -11,6 +11,9 @@ pub enum RunError {
     /// The UDN/CUDN controllers.
     #[error("network controller")]
     Network(#[source] Box<crate::network::NetworkError>),
+    /// The node ID / transit address controller.
+    #[error("node allocation controller")]
+    NodeAllocation(#[source] Box<crate::node_allocation::NodeAllocationError>),
     /// The node host-subnet controller.
     #[error("node subnet controller")]
     NodeSubnets(#[source] Box<crate::node_subnets::NodeSubnetsError>),
@@ -20,25 +23,30 @@ pub enum RunError {
 }
 
 /// Run the controllers until `shutdown` fires (or one fails, which stops the others).
-/// Without network segmentation (upstream: both `--enable-network-segmentation` and
-/// `--enable-multi-network`) no UDN controller runs, as upstream.
+///
+/// Node IDs, transit switch port addresses and the default network's host subnets are
+/// allocated always, as upstream's cluster-manager does. The UDN controllers (networks,
+/// Layer3 host subnets, Layer2 pod IPAM) need network segmentation (upstream: both
+/// `--enable-network-segmentation` and `--enable-multi-network`).
 pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), RunError> {
-    if !ctx.config.segmentation {
-        tracing::info!("network segmentation disabled, UDN controllers not started");
-        shutdown.wait().await;
-        return Ok(());
-    }
     let stop = {
         let shutdown = shutdown.clone();
         async move { shutdown.wait().await }.boxed().shared()
     };
-    let network = crate::network::run(ctx.clone(), stop.clone())
-        .map(|r| r.map_err(|e| RunError::Network(Box::new(e))));
+    let node_ids = crate::node_allocation::run(ctx.clone(), stop.clone())
+        .map(|r| r.map_err(|e| RunError::NodeAllocation(Box::new(e))));
     let nodes = crate::node_subnets::run(ctx.clone(), stop.clone())
         .map(|r| r.map_err(|e| RunError::NodeSubnets(Box::new(e))));
-    let pods = crate::layer2_ipam::run(ctx, stop)
-        .map(|r| r.map_err(|e| RunError::Layer2Ipam(Box::new(e))));
-    let result = futures::try_join!(network, nodes, pods).map(|_| ());
+    let result = if ctx.config.segmentation {
+        let network = crate::network::run(ctx.clone(), stop.clone())
+            .map(|r| r.map_err(|e| RunError::Network(Box::new(e))));
+        let pods = crate::layer2_ipam::run(ctx, stop)
+            .map(|r| r.map_err(|e| RunError::Layer2Ipam(Box::new(e))));
+        futures::try_join!(node_ids, nodes, network, pods).map(|_| ())
+    } else {
+        tracing::info!("network segmentation disabled, UDN controllers not started");
+        futures::try_join!(node_ids, nodes).map(|_| ())
+    };
     // One failed: make sure the others stop too.
     shutdown.trigger();
     result

@@ -1,7 +1,8 @@
 //! The node-subnets controller against the in-memory API server: per-network per-family host
 //! subnets in the upstream annotation JSON, stale entries, node and network deletion,
 //! exhaustion reported as an event and the `NetworkAllocationSucceeded` condition, and
-//! expansion of the cluster subnets.
+//! expansion of the cluster subnets. The default network's entry is allocated too; it is
+//! compared on its own (`default_subnets`) where a test is about it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,17 +18,14 @@ use udn_test_support::TestCluster;
 
 const CONDITION: &str = "NetworkAllocationSucceeded";
 
+/// Waits until the node's UDN entries (all but `default`) are `expected`.
 async fn wait_subnets(client: &kube::Client, node: &str, expected: &str) {
     let expected = expected.to_owned();
     eventually(
         &format!("node-subnets of {node} = {expected}"),
         WAIT,
         || async {
-            (node_annotation(client, node, ANNOTATION_NODE_SUBNETS)
-                .await
-                .as_deref()
-                == Some(expected.as_str()))
-            .then_some(())
+            (udn_subnets(client, node).await.as_deref() == Some(expected.as_str())).then_some(())
         },
     )
     .await;
@@ -107,9 +105,18 @@ async fn every_layer3_network_gets_one_subnet_per_family_in_one_annotation() {
     wait_subnets(
         &client,
         "n1",
-        r#"{"blue_net":["10.128.0.0/24","fd00:10:128:1::/64"],"cluster_udn_shared":["10.50.0.0/24"],"default":["10.244.1.0/24"],"red_net":["10.200.0.0/26"]}"#,
+        r#"{"blue_net":["10.128.0.0/24","fd00:10:128:1::/64"],"cluster_udn_shared":["10.50.0.0/24"],"red_net":["10.200.0.0/26"]}"#,
     )
     .await;
+    // The annotated default subnet is kept; the missing family is added. The same write
+    // carries every network.
+    let value = node_annotation(&client, "n1", ANNOTATION_NODE_SUBNETS)
+        .await
+        .unwrap();
+    assert_eq!(
+        value,
+        r#"{"blue_net":["10.128.0.0/24","fd00:10:128:1::/64"],"cluster_udn_shared":["10.50.0.0/24"],"default":["10.244.1.0/24","fd00:10:244:1::/64"],"red_net":["10.200.0.0/26"]}"#
+    );
     create_node(&client, "n2").await;
     wait_subnets(
         &client,
@@ -117,6 +124,10 @@ async fn every_layer3_network_gets_one_subnet_per_family_in_one_annotation() {
         r#"{"blue_net":["10.128.1.0/24","fd00:10:128:2::/64"],"cluster_udn_shared":["10.50.1.0/24"],"red_net":["10.200.1.0/26"]}"#,
     )
     .await;
+    assert_eq!(
+        default_subnets(&client, "n2").await.unwrap(),
+        ["10.244.0.0/24", "fd00:10:244:2::/64"]
+    );
 
     // Every owner with a cluster controller reports success (Layer2 too, as upstream).
     for (namespace, name) in [("blue", "net"), ("red", "net"), ("green", "flat")] {
@@ -202,17 +213,17 @@ async fn deleting_a_network_or_a_node_releases_its_subnets() {
     )
     .await;
 
-    // The network goes (no NAD left): its entries disappear; the last entry removes the key.
+    // The network goes (no NAD left): its entries disappear; the default network's stays.
     delete_nad(&client, "a", "net").await;
     wait_subnets(&client, "n2", r#"{"b_net":["10.2.1.0/24"]}"#).await;
     delete_nad(&client, "b", "net").await;
-    eventually("annotation removed", WAIT, || async {
-        node_annotation(&client, "n2", ANNOTATION_NODE_SUBNETS)
-            .await
-            .is_none()
-            .then_some(())
+    let only_default = eventually("only the default entry left", WAIT, || async {
+        let value = node_annotation(&client, "n2", ANNOTATION_NODE_SUBNETS).await?;
+        value.starts_with(r#"{"default":"#).then_some(value)
     })
     .await;
+    assert_eq!(udn_subnets(&client, "n2").await, None);
+    assert!(!only_default.contains("_net"), "{only_default}");
     running.stop().await;
 }
 
@@ -234,8 +245,8 @@ async fn exhaustion_is_reported_and_expansion_serves_the_waiting_node() {
     }
     let running = Running::start(&cluster, Controllers::NodeSubnets, config.clone());
     let (first, second) = eventually("two nodes allocated", WAIT, || async {
-        let first = node_annotation(&client, "n1", ANNOTATION_NODE_SUBNETS).await?;
-        let second = node_annotation(&client, "n2", ANNOTATION_NODE_SUBNETS).await?;
+        let first = udn_subnets(&client, "n1").await?;
+        let second = udn_subnets(&client, "n2").await?;
         Some((first, second))
     })
     .await;
@@ -274,10 +285,7 @@ async fn exhaustion_is_reported_and_expansion_serves_the_waiting_node() {
                 .to_owned()
         )
     );
-    assert_eq!(
-        node_annotation(&client, "n3", ANNOTATION_NODE_SUBNETS).await,
-        None
-    );
+    assert_eq!(udn_subnets(&client, "n3").await, None);
     let gauge = running
         .metrics
         .free_addresses
@@ -302,14 +310,8 @@ async fn exhaustion_is_reported_and_expansion_serves_the_waiting_node() {
     )
     .await;
     wait_subnets(&client, "n3", r#"{"tenant_net":["10.20.0.0/25"]}"#).await;
-    assert_eq!(
-        node_annotation(&client, "n1", ANNOTATION_NODE_SUBNETS).await,
-        Some(first)
-    );
-    assert_eq!(
-        node_annotation(&client, "n2", ANNOTATION_NODE_SUBNETS).await,
-        Some(second)
-    );
+    assert_eq!(udn_subnets(&client, "n1").await, Some(first));
+    assert_eq!(udn_subnets(&client, "n2").await, Some(second));
     let recovered = eventually("True condition", WAIT, || async {
         udn_condition(&client, "tenant", "net", CONDITION)
             .await
@@ -346,9 +348,7 @@ async fn restart_restores_allocations_before_allocating() {
     let running = Running::start(&cluster, Controllers::NodeSubnets, config.clone());
     wait_subnets(&client, "n-a", r#"{"a_net":["10.1.1.0/24"]}"#).await;
     assert_eq!(
-        node_annotation(&client, "n-b", ANNOTATION_NODE_SUBNETS)
-            .await
-            .as_deref(),
+        udn_subnets(&client, "n-b").await.as_deref(),
         Some(r#"{"a_net":["10.1.0.0/24"]}"#)
     );
     running.stop().await;

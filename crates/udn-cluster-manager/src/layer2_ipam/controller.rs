@@ -1,7 +1,7 @@
 //! The imperative shell of the Layer2 IPAM controller: watches (NADs, pods, IPAMClaims), one
 //! work queue of pods and claims, and the apply steps (claim status, pod patch, pod events).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -26,7 +26,7 @@ use super::{CONTROLLER, Layer2IpamError, reconcile};
 use crate::context::Context;
 use crate::metrics::NetworkLabels;
 use crate::node_subnets::networks::nad_key_of;
-use crate::node_subnets::queue::WorkQueue;
+use crate::node_subnets::queue::{Failures, WorkQueue};
 use crate::node_subnets::watch::pump;
 
 /// Concurrent reconciles (allocation is serialized; the writes overlap).
@@ -57,7 +57,7 @@ pub(super) struct Shared {
     pub(super) claims: Option<Store<IPAMClaim>>,
     queue: Arc<WorkQueue<Key>>,
     pub(super) recorder: Recorder,
-    failures: Mutex<BTreeMap<Key, u32>>,
+    failures: Failures<Key>,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -290,13 +290,6 @@ impl Shared {
     }
 }
 
-fn backoff(shared: &Shared, key: &Key, base: Duration, cap: Duration) -> Duration {
-    let mut failures = lock(&shared.failures);
-    let count = failures.entry(key.clone()).or_insert(0);
-    *count = count.saturating_add(1);
-    base.saturating_mul(1u32 << (*count).min(16)).min(cap)
-}
-
 async fn worker(shared: Arc<Shared>) {
     while let Some(key) = shared.queue.next().await {
         let start = Instant::now();
@@ -310,12 +303,11 @@ async fn worker(shared: Arc<Shared>) {
         shared.queue.done(&key);
         let outcome = match result {
             Ok(false) => {
-                lock(&shared.failures).remove(&key);
+                shared.failures.clear(&key);
                 "ok"
             }
             Ok(true) => {
-                let delay = backoff(
-                    &shared,
+                let delay = shared.failures.delay(
                     &key,
                     Duration::from_millis(250),
                     Duration::from_secs(120),
@@ -327,8 +319,7 @@ async fn worker(shared: Arc<Shared>) {
                 shared.ctx.metrics.error(CONTROLLER, error.kind());
                 warn!(controller = CONTROLLER, key = ?key, error = %error, "reconcile failed");
                 if error.is_retryable() {
-                    let delay = backoff(
-                        &shared,
+                    let delay = shared.failures.delay(
                         &key,
                         Duration::from_millis(100),
                         Duration::from_secs(60),
@@ -366,7 +357,7 @@ pub(super) async fn run(
         pods,
         claims: persistent.then_some(claims),
         queue: WorkQueue::new(),
-        failures: Mutex::new(BTreeMap::new()),
+        failures: Failures::default(),
     });
     let mut pumps = JoinSet::new();
     let s = Arc::clone(&shared);

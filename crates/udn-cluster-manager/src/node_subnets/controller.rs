@@ -16,10 +16,12 @@ use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 use udn_api::nad::NetworkAttachmentDefinition;
-use udn_api::names::ANNOTATION_NODE_SUBNETS;
+use udn_api::names::{ANNOTATION_NODE_SUBNETS, DEFAULT_NETWORK_NAME};
 
-use super::networks::{IndexChange, NadIndex, OwnerKey, OwnerKind, nad_entry, nad_key_of};
-use super::queue::WorkQueue;
+use super::networks::{
+    IndexChange, Layer3Network, NadIndex, OwnerKey, OwnerKind, nad_entry, nad_key_of,
+};
+use super::queue::{Failures, WorkQueue};
 use super::state::{NetworkSync, SubnetState};
 use super::watch::pump;
 use super::{CONTROLLER, NodeSubnetsError, reconcile};
@@ -52,7 +54,7 @@ pub(super) struct Shared {
     node_queue: Arc<WorkQueue<String>>,
     pub(super) status_queue: Arc<WorkQueue<OwnerKey>>,
     pub(super) recorder: Recorder,
-    failures: Mutex<BTreeMap<String, u32>>,
+    failures: Failures<String>,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,7 +143,11 @@ impl Shared {
         if !inner.ready {
             return;
         }
-        let desired = inner.index.layer3_networks();
+        let mut desired = inner.index.layer3_networks();
+        desired.insert(
+            DEFAULT_NETWORK_NAME.to_owned(),
+            Layer3Network::default_network(&self.ctx.config.cluster),
+        );
         let sync = inner.state.sync_networks(&desired);
         let owners = inner.index.owners();
         drop(inner);
@@ -230,13 +236,6 @@ impl Shared {
     }
 }
 
-fn backoff(shared: &Shared, key: &str, base: Duration, cap: Duration) -> Duration {
-    let mut failures = lock(&shared.failures);
-    let count = failures.entry(key.to_owned()).or_insert(0);
-    *count = count.saturating_add(1);
-    base.saturating_mul(1u32 << (*count).min(16)).min(cap)
-}
-
 async fn node_worker(shared: Arc<Shared>) {
     while let Some(name) = shared.node_queue.next().await {
         let start = Instant::now();
@@ -244,12 +243,11 @@ async fn node_worker(shared: Arc<Shared>) {
         shared.node_queue.done(&name);
         let outcome = match result {
             Ok(false) => {
-                lock(&shared.failures).remove(&name);
+                shared.failures.clear(&name);
                 "ok"
             }
             Ok(true) => {
-                let delay = backoff(
-                    &shared,
+                let delay = shared.failures.delay(
                     &name,
                     Duration::from_millis(500),
                     Duration::from_secs(300),
@@ -261,8 +259,7 @@ async fn node_worker(shared: Arc<Shared>) {
                 shared.ctx.metrics.error(CONTROLLER, error.kind());
                 warn!(controller = CONTROLLER, node = %name, error = %error, "reconcile failed");
                 if error.is_retryable() {
-                    let delay = backoff(
-                        &shared,
+                    let delay = shared.failures.delay(
                         &name,
                         Duration::from_millis(100),
                         Duration::from_secs(60),
@@ -316,6 +313,50 @@ fn owner_of_cudn(cudn: &ClusterUserDefinedNetwork) -> Option<OwnerKey> {
     })
 }
 
+/// The watches of the UDN side: NADs (the networks), UDNs and CUDNs (condition owners).
+fn spawn_network_pumps(
+    pumps: &mut JoinSet<()>,
+    shared: &Arc<Shared>,
+    client: &kube::Client,
+    nad_writer: reflector::store::Writer<NetworkAttachmentDefinition>,
+    udn_writer: reflector::store::Writer<UserDefinedNetwork>,
+    cudn_writer: reflector::store::Writer<ClusterUserDefinedNetwork>,
+) {
+    let s = Arc::clone(shared);
+    pumps.spawn(pump(
+        CONTROLLER,
+        Api::all(client.clone()),
+        nad_writer,
+        move |e| s.on_nad(e),
+    ));
+    let s = Arc::clone(shared);
+    pumps.spawn(pump(
+        CONTROLLER,
+        Api::all(client.clone()),
+        udn_writer,
+        move |e| {
+            if let watcher::Event::Apply(udn) | watcher::Event::InitApply(udn) = e
+                && let Some(owner) = owner_of_udn(&udn)
+            {
+                s.status_queue.add(owner);
+            }
+        },
+    ));
+    let s = Arc::clone(shared);
+    pumps.spawn(pump(
+        CONTROLLER,
+        Api::all(client.clone()),
+        cudn_writer,
+        move |e| {
+            if let watcher::Event::Apply(cudn) | watcher::Event::InitApply(cudn) = e
+                && let Some(owner) = owner_of_cudn(&cudn)
+            {
+                s.status_queue.add(owner);
+            }
+        },
+    ));
+}
+
 pub(super) async fn run(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -339,16 +380,9 @@ pub(super) async fn run(
         cudns,
         node_queue: WorkQueue::new(),
         status_queue: WorkQueue::new(),
-        failures: Mutex::new(BTreeMap::new()),
+        failures: Failures::default(),
     });
     let mut pumps = JoinSet::new();
-    let s = Arc::clone(&shared);
-    pumps.spawn(pump(
-        CONTROLLER,
-        Api::all(client.clone()),
-        nad_writer,
-        move |e| s.on_nad(e),
-    ));
     let s = Arc::clone(&shared);
     pumps.spawn(pump(
         CONTROLLER,
@@ -356,46 +390,40 @@ pub(super) async fn run(
         node_writer,
         move |e| s.on_node(e),
     ));
-    let s = Arc::clone(&shared);
-    pumps.spawn(pump(
-        CONTROLLER,
-        Api::all(client.clone()),
-        udn_writer,
-        move |e| {
-            if let watcher::Event::Apply(udn) | watcher::Event::InitApply(udn) = e
-                && let Some(owner) = owner_of_udn(&udn)
-            {
-                s.status_queue.add(owner);
-            }
-        },
-    ));
-    let s = Arc::clone(&shared);
-    pumps.spawn(pump(CONTROLLER, Api::all(client), cudn_writer, move |e| {
-        if let watcher::Event::Apply(cudn) | watcher::Event::InitApply(cudn) = e
-            && let Some(owner) = owner_of_cudn(&cudn)
-        {
-            s.status_queue.add(owner);
-        }
-    }));
+    // Without segmentation only the default network is allocated: no NADs, UDNs or CUDNs
+    // to watch (their CRDs need not exist).
+    let udn = shared.ctx.config.segmentation;
+    if udn {
+        spawn_network_pumps(
+            &mut pumps,
+            &shared,
+            &client,
+            nad_writer,
+            udn_writer,
+            cudn_writer,
+        );
+    }
 
     let mut shutdown = pin!(shutdown);
     let ready = async {
-        shared
-            .nads
-            .wait_until_ready()
-            .await
-            .map_err(|_| "network-attachment-definitions")?;
         shared.nodes.wait_until_ready().await.map_err(|_| "nodes")?;
-        shared
-            .udns
-            .wait_until_ready()
-            .await
-            .map_err(|_| "userdefinednetworks")?;
-        shared
-            .cudns
-            .wait_until_ready()
-            .await
-            .map_err(|_| "clusteruserdefinednetworks")?;
+        if udn {
+            shared
+                .nads
+                .wait_until_ready()
+                .await
+                .map_err(|_| "network-attachment-definitions")?;
+            shared
+                .udns
+                .wait_until_ready()
+                .await
+                .map_err(|_| "userdefinednetworks")?;
+            shared
+                .cudns
+                .wait_until_ready()
+                .await
+                .map_err(|_| "clusteruserdefinednetworks")?;
+        }
         Ok::<(), &'static str>(())
     };
     tokio::select! {

@@ -1,19 +1,22 @@
-//! Node host subnets of Layer3 networks (upstream `clustermanager/node` allocator run by each
-//! network cluster controller), batched per node.
+//! Node host subnets of the default network and of Layer3 networks (upstream
+//! `clustermanager/node` allocator run by each network cluster controller), batched per node.
 //!
-//! - Networks come from NetworkAttachmentDefinitions (`networks`): a Layer3 network exists
-//!   while at least one NAD defines it; its cluster ranges are the union of its NADs' ranges
-//!   in order, so appending a range (primary Layer3 expansion) appends an allocator range and
-//!   never moves an existing node subnet.
+//! - The default network's ranges are `--cluster-subnets` (its `k8s.ovn.org/node-subnets`
+//!   key is `default`); it is allocated with or without network segmentation, as upstream.
+//! - With segmentation, the other networks come from NetworkAttachmentDefinitions
+//!   (`networks`): a Layer3 network exists while at least one NAD defines it; its cluster
+//!   ranges are the union of its NADs' ranges in order, so appending a range (primary Layer3
+//!   expansion) appends an allocator range and never moves an existing node subnet.
 //! - One reconcile per node computes the node's whole `k8s.ovn.org/node-subnets` annotation
-//!   for every Layer3 network at once (`state`, `plan`) and writes it with one merge patch
-//!   that only touches this annotation (guarded by the node's resourceVersion). A burst of new
-//!   networks therefore costs each node one or two patches, not one per network.
-//! - Entries of networks without NADs are removed (upstream `CleanupStaleNetworks`); the
-//!   `default` entry is left alone. Deleting a node releases its subnets.
+//!   for every network at once (`state`, `plan`) and writes it with one patch that only
+//!   touches this annotation (guarded by the node's resourceVersion; see `node_patch`). A burst of new networks therefore costs each node one or two patches,
+//!   not one per network.
+//! - Entries of networks without NADs are removed (upstream `CleanupStaleNetworks`).
+//!   Deleting a node releases its subnets.
 //! - Failures (a full network) are reported as `NetworkAllocationFailed` Warning events and the
 //!   `NetworkAllocationSucceeded` condition on the UDN/CUDN owning the NAD (`status`), then
-//!   retried with backoff and whenever the network's ranges change.
+//!   retried with backoff and whenever the network's ranges change. A full default network is
+//!   logged and retried.
 //! - At start, every allocator is restored from the existing annotations before anything is
 //!   allocated, so no subnet is handed out twice across restarts.
 

@@ -161,6 +161,26 @@ pub(crate) struct Layer3Network {
     pub(crate) ipv6: bool,
 }
 
+impl Layer3Network {
+    /// The default network: the cluster subnets (`--cluster-subnets`) as ranges.
+    pub(crate) fn default_network(cluster: &ClusterConfig) -> Self {
+        let mut network = Self::default();
+        network.add_ranges(&cluster.cluster_subnets);
+        network
+    }
+
+    /// Appends the ranges not present yet; the families follow the ranges.
+    fn add_ranges(&mut self, ranges: &[SubnetEntry]) {
+        for range in ranges {
+            if !self.ranges.contains(range) {
+                self.ranges.push(*range);
+            }
+            self.ipv4 |= range.cidr.is_ipv4();
+            self.ipv6 |= range.cidr.is_ipv6();
+        }
+    }
+}
+
 /// What one index update affected.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct IndexChange {
@@ -193,13 +213,7 @@ pub(crate) struct NadIndex {
 }
 
 fn merge_ranges(network: &mut Layer3Network, entry: &NadEntry) {
-    for range in &entry.ranges {
-        if !network.ranges.contains(range) {
-            network.ranges.push(*range);
-        }
-        network.ipv4 |= range.cidr.is_ipv4();
-        network.ipv6 |= range.cidr.is_ipv6();
-    }
+    network.add_ranges(&entry.ranges);
 }
 
 impl NadIndex {

@@ -3,7 +3,7 @@
 //! holds it is queued again when that worker is done. Bursts of triggers for one key thus
 //! collapse into one reconcile (plus at most one more).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -181,6 +181,39 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 }
 
+/// Consecutive failures per key, for retry backoff: the delay doubles with every failure
+/// from `base` up to `cap`, and a success starts over.
+#[derive(Debug)]
+pub(crate) struct Failures<K> {
+    counts: Mutex<BTreeMap<K, u32>>,
+}
+
+impl<K: Ord + Clone> Default for Failures<K> {
+    fn default() -> Self {
+        Self {
+            counts: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl<K: Ord + Clone> Failures<K> {
+    /// Counts one more failure of `key` and returns how long to wait before retrying it.
+    pub(crate) fn delay(&self, key: &K, base: Duration, cap: Duration) -> Duration {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = counts.entry(key.clone()).or_insert(0);
+        *count = count.saturating_add(1);
+        base.saturating_mul(1u32 << (*count).min(16)).min(cap)
+    }
+
+    /// `key` succeeded.
+    pub(crate) fn clear(&self, key: &K) {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +264,19 @@ mod tests {
         queue.add_all_throttled([5], interval);
         assert!(!queue.is_idle());
         assert_eq!(queue.next().await, Some(5));
+    }
+
+    #[test]
+    fn failure_delays_double_up_to_the_cap_and_reset() {
+        let failures = Failures::default();
+        let (base, cap) = (Duration::from_millis(100), Duration::from_secs(1));
+        assert_eq!(failures.delay(&"a", base, cap), Duration::from_millis(200));
+        assert_eq!(failures.delay(&"a", base, cap), Duration::from_millis(400));
+        assert_eq!(failures.delay(&"b", base, cap), Duration::from_millis(200));
+        assert_eq!(failures.delay(&"a", base, cap), Duration::from_millis(800));
+        assert_eq!(failures.delay(&"a", base, cap), cap);
+        failures.clear(&"a");
+        assert_eq!(failures.delay(&"a", base, cap), Duration::from_millis(200));
     }
 
     #[tokio::test]

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
-use serde_json::json;
 use tracing::{info, warn};
 use udn_api::annotations::format_node_subnets;
 use udn_api::names::ANNOTATION_NODE_SUBNETS;
@@ -20,7 +19,7 @@ use super::state::ErrorChange;
 use super::status::{
     allocation_condition, apply_condition, is_current, owner_reference, publish_failure,
 };
-use crate::context::CLUSTER_MANAGER;
+use crate::node_patch::patch_node_annotations;
 
 /// Patch attempts on resourceVersion conflicts before giving up for now.
 const MAX_ATTEMPTS: usize = 4;
@@ -32,17 +31,13 @@ async fn patch_node(
     resource_version: Option<&str>,
     value: Option<&str>,
 ) -> Result<Node, kube::Error> {
-    let body = json!({
-        "metadata": {
-            "resourceVersion": resource_version,
-            "annotations": {ANNOTATION_NODE_SUBNETS: value},
-        },
-    });
-    let params = PatchParams {
-        field_manager: Some(CLUSTER_MANAGER.to_owned()),
-        ..PatchParams::default()
-    };
-    api.patch(name, &params, &Patch::Merge(&body)).await
+    patch_node_annotations(
+        api,
+        name,
+        resource_version,
+        [(ANNOTATION_NODE_SUBNETS, value)],
+    )
+    .await
 }
 
 /// Whether the node still has networks without a complete allocation.
@@ -146,9 +141,11 @@ fn error_reports(index: &NadIndex, changes: Vec<ErrorChange>) -> Vec<ErrorReport
 /// Publishes failure events and queues the owners whose condition changed.
 async fn report(shared: &Shared, node: &str, reports: Vec<ErrorReport>) {
     for report in reports {
+        if let Some(error) = &report.change.error {
+            warn!(network = %report.change.network, node = %node, error = %error, "node subnet allocation failed");
+        }
         for (owner, uid) in &report.owners {
             if let Some(error) = &report.change.error {
-                warn!(network = %report.change.network, node = %node, error = %error, "node subnet allocation failed");
                 let reference = owner_reference(owner, uid);
                 if let Err(error) = publish_failure(&shared.recorder, &reference, node, error).await
                 {

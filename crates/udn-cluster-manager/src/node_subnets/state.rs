@@ -1,6 +1,7 @@
-//! The node controller's in-memory state: one host-subnet allocator per Layer3 network,
-//! the last known `node-subnets` annotation of every node (to restore a network's allocator
-//! before it hands anything out), and per-network node errors for the status condition.
+//! The node controller's in-memory state: one host-subnet allocator per network (the default
+//! network and every Layer3 network), the last known `node-subnets` annotation of every node
+//! (to restore a network's allocator before it hands anything out), and per-network node
+//! errors for the status condition.
 //! Synchronous; the controller holds it under a mutex and never across an await.
 //!
 //! Plans are incremental: every network change (new, grown, rebuilt, removed) bumps a state
@@ -13,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use ipnetwork::IpNetwork;
 use tracing::{info, warn};
 use udn_api::annotations::{NodeSubnets, parse_node_subnets};
-use udn_api::names::DEFAULT_NETWORK_NAME;
 use udn_api::netconf::SubnetEntry;
 use udn_ipam::HostSubnetAllocator;
 
@@ -79,7 +79,8 @@ impl NetworkSync {
 /// The annotation one node should carry, and what computing it did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct NodePlan {
-    /// The full annotation: the `default` entry untouched, one entry per Layer3 network.
+    /// The full annotation: one entry per network with an allocator (the default network and
+    /// every Layer3 network).
     pub(crate) desired: NodeSubnets,
     /// Whether `desired` differs from the annotation the plan started from.
     pub(crate) write: bool,
@@ -179,7 +180,8 @@ fn plan_network(
 }
 
 impl SubnetState {
-    /// Brings every allocator in line with the Layer3 networks the NADs define.
+    /// Brings every allocator in line with `desired`: the default network and the Layer3
+    /// networks the NADs define.
     pub(crate) fn sync_networks(
         &mut self,
         desired: &BTreeMap<String, Layer3Network>,
@@ -332,10 +334,6 @@ impl SubnetState {
             generation: self.generation,
             ..NodePlan::default()
         };
-        if let Some(default) = existing.get(DEFAULT_NETWORK_NAME) {
-            plan.desired
-                .insert(DEFAULT_NETWORK_NAME.to_owned(), default.clone());
-        }
         for (name, network) in &mut self.networks {
             plan_network(&mut plan, name, network, node, existing);
         }

@@ -1,6 +1,6 @@
-//! Shared by the `node_subnets_*` and `layer2_ipam_*` tests: a simulated cluster, the
-//! controllers under test started and stopped (gracefully or by abort), NADs rendered from
-//! UDN/CUDN objects that exist in the cluster, and polling.
+//! Shared by the `node_*` and `layer2_ipam_*` tests: a simulated cluster, the controllers
+//! under test started and stopped (gracefully or by abort), NADs rendered from UDN/CUDN
+//! objects that exist in the cluster, and polling.
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
@@ -26,7 +26,25 @@ use udn_test_support::TestCluster;
 pub enum Controllers {
     NodeSubnets,
     Layer2Ipam,
+    /// Node subnets and Layer2 pod IPAM.
     Both,
+    NodeAllocation,
+    /// Node allocation, node subnets and Layer2 pod IPAM.
+    All,
+}
+
+impl Controllers {
+    fn node_allocation(self) -> bool {
+        matches!(self, Self::NodeAllocation | Self::All)
+    }
+
+    fn node_subnets(self) -> bool {
+        matches!(self, Self::NodeSubnets | Self::Both | Self::All)
+    }
+
+    fn layer2_ipam(self) -> bool {
+        matches!(self, Self::Layer2Ipam | Self::Both | Self::All)
+    }
 }
 
 /// Controllers running against a cluster.
@@ -48,19 +66,27 @@ impl Running {
                 let _ = rx.wait_for(|stopped| *stopped).await;
             }
         };
-        let (first, second) = (signal(), signal());
         let mut tasks = Vec::new();
-        if matches!(which, Controllers::NodeSubnets | Controllers::Both) {
-            let ctx = ctx.clone();
+        if which.node_allocation() {
+            let (ctx, stop) = (ctx.clone(), signal());
             tasks.push(tokio::spawn(async move {
-                udn_cluster_manager::node_subnets::run(ctx, first)
+                udn_cluster_manager::node_allocation::run(ctx, stop)
+                    .await
+                    .expect("node-allocation controller");
+            }));
+        }
+        if which.node_subnets() {
+            let (ctx, stop) = (ctx.clone(), signal());
+            tasks.push(tokio::spawn(async move {
+                udn_cluster_manager::node_subnets::run(ctx, stop)
                     .await
                     .expect("node-subnets controller");
             }));
         }
-        if matches!(which, Controllers::Layer2Ipam | Controllers::Both) {
+        if which.layer2_ipam() {
+            let stop = signal();
             tasks.push(tokio::spawn(async move {
-                udn_cluster_manager::layer2_ipam::run(ctx, second)
+                udn_cluster_manager::layer2_ipam::run(ctx, stop)
                     .await
                     .expect("layer2-ipam controller");
             }));
@@ -139,6 +165,28 @@ pub async fn node_annotation(client: &Client, name: &str, key: &str) -> Option<S
     let api: Api<Node> = Api::all(client.clone());
     let node = api.get_opt(name).await.unwrap()?;
     node.metadata.annotations?.get(key).cloned()
+}
+
+/// The node's `k8s.ovn.org/node-subnets` without the default network's entry (tested on its
+/// own), as written; `None` when no other network is left.
+pub async fn udn_subnets(client: &Client, name: &str) -> Option<String> {
+    let value = node_annotation(client, name, udn_api::names::ANNOTATION_NODE_SUBNETS).await?;
+    let mut subnets = udn_api::annotations::parse_node_subnets(&value).unwrap();
+    subnets.remove("default");
+    udn_api::annotations::format_node_subnets(&subnets).unwrap()
+}
+
+/// The default network's entry of the node's `k8s.ovn.org/node-subnets`, as CIDR texts.
+pub async fn default_subnets(client: &Client, name: &str) -> Option<Vec<String>> {
+    let value = node_annotation(client, name, udn_api::names::ANNOTATION_NODE_SUBNETS).await?;
+    let subnets = udn_api::annotations::parse_node_subnets(&value).unwrap();
+    Some(
+        subnets
+            .get("default")?
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+    )
 }
 
 pub async fn pod_annotations(

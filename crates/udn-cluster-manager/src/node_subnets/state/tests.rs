@@ -23,17 +23,19 @@ fn networks(items: &[(&str, &[&str])]) -> BTreeMap<String, Layer3Network> {
 }
 
 #[test]
-fn plans_every_network_at_once_and_keeps_default() {
+fn plans_every_network_at_once_default_included() {
     let mut state = SubnetState::default();
     state.sync_networks(&networks(&[
         ("a_x", &["10.1.0.0/16/24"]),
         ("b_y", &["10.2.0.0/16/24", "fd02::/48/64"]),
+        ("default", &["10.244.0.0/16/24"]),
     ]));
     let existing = NodeSubnets::from([
         ("default".to_owned(), vec![net("10.244.1.0/24")]),
         ("gone_z".to_owned(), vec![net("10.9.0.0/24")]),
     ]);
     let plan = state.plan_node("n1", &existing);
+    // The annotated default subnet is kept; the stale network's entry is dropped.
     assert_eq!(
         udn_api::annotations::format_node_subnets(&plan.desired)
             .unwrap()
@@ -41,6 +43,9 @@ fn plans_every_network_at_once_and_keeps_default() {
         r#"{"a_x":["10.1.0.0/24"],"b_y":["10.2.0.0/24","fd02:0:0:1::/64"],"default":["10.244.1.0/24"]}"#
     );
     assert_eq!(plan.allocated.len(), 3);
+    // The next node's default subnet is the first free one.
+    let second = state.plan_node("n2", &NodeSubnets::new());
+    assert_eq!(second.desired["default"], [net("10.244.0.0/24")]);
     assert!(plan.errors.is_empty());
     // Idempotent: the same annotation again allocates nothing.
     let again = state.plan_node("n1", &plan.desired);

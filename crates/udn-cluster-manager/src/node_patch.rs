@@ -1,0 +1,42 @@
+//! The one way the cluster-manager writes node annotations: a strategic-merge patch that
+//! sets (or, with `null`, deletes) only the given keys, optionally guarded by the node's
+//! resourceVersion.
+//!
+//! Upstream writes node annotations through the `nodes/status` subresource
+//! (`kube.SetAnnotationsOnNode`, `PatchNodeStatusAnnotations`), and its cluster-manager RBAC
+//! only grants `patch` on `nodes/status`. udn writes the main `nodes` resource instead: the
+//! in-memory API server the tests run against keeps the stored metadata on every `/status`
+//! write (the rule of custom resources), so annotations written there would never appear.
+//! The real API server keeps annotation changes on either path, so only the RBAC rule
+//! differs (`patch` on `nodes`). Switching to the subresource is the `patch` call below.
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Map, Value, json};
+
+use crate::context::CLUSTER_MANAGER;
+
+/// Patches the annotations `changes` of node `name` (`None` deletes the key); with
+/// `resource_version` the write fails with 409 Conflict when the node changed since.
+pub(crate) async fn patch_node_annotations(
+    api: &Api<Node>,
+    name: &str,
+    resource_version: Option<&str>,
+    changes: impl IntoIterator<Item = (&str, Option<&str>)>,
+) -> Result<Node, kube::Error> {
+    let annotations: Map<String, Value> = changes
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), json!(value)))
+        .collect();
+    let mut metadata = Map::new();
+    if let Some(version) = resource_version {
+        metadata.insert("resourceVersion".to_owned(), json!(version));
+    }
+    metadata.insert("annotations".to_owned(), Value::Object(annotations));
+    let body = json!({ "metadata": metadata });
+    let params = PatchParams {
+        field_manager: Some(CLUSTER_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch(name, &params, &Patch::Strategic(&body)).await
+}
