@@ -35,6 +35,13 @@ pub struct ControllerArgs {
     /// --enable-multi-network).
     #[arg(long)]
     pub enable_network_segmentation: bool,
+    /// Packets per second of the `acl-logging` meter.
+    #[arg(long, value_name = "PPS", default_value_t = crate::topology::DEFAULT_ACL_LOGGING_RATE_LIMIT)]
+    pub acl_logging_rate_limit: u32,
+    /// Source port range of SNATs (`external_port_range` of every NAT), `low-high`; not
+    /// written when empty.
+    #[arg(long, value_name = "LOW-HIGH", default_value = "")]
+    pub ephemeral_port_range: String,
 }
 
 /// Why the configuration is unusable.
@@ -52,6 +59,12 @@ pub enum ConfigError {
     /// Only the shared gateway mode is supported.
     #[error("--gateway-mode=local: only --gateway-mode=shared is supported by the NB controller")]
     LocalGateway,
+    /// `--ephemeral-port-range` is not `low-high`.
+    #[error("--ephemeral-port-range: {range:?} is not LOW-HIGH with 1 <= LOW <= HIGH <= 65535")]
+    PortRange {
+        /// The value given.
+        range: String,
+    },
     /// A database address does not parse.
     #[error("--{flag}: {reason}")]
     Address {
@@ -71,6 +84,10 @@ pub struct Config {
     pub nb: Endpoint,
     /// Southbound endpoint.
     pub sb: Endpoint,
+    /// `--acl-logging-rate-limit`.
+    pub acl_logging_rate_limit: u32,
+    /// `--ephemeral-port-range`, when given.
+    pub ephemeral_port_range: Option<String>,
 }
 
 fn endpoint(flag: &'static str, text: &str) -> Result<Endpoint, ConfigError> {
@@ -79,6 +96,22 @@ fn endpoint(flag: &'static str, text: &str) -> Result<Endpoint, ConfigError> {
             flag,
             reason: e.to_string(),
         })
+}
+
+fn port_range(text: &str) -> Result<Option<String>, ConfigError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let bad = || ConfigError::PortRange {
+        range: text.to_owned(),
+    };
+    let (low, high) = text.split_once('-').ok_or_else(bad)?;
+    let low: u16 = low.parse().map_err(|_| bad())?;
+    let high: u16 = high.parse().map_err(|_| bad())?;
+    if low == 0 || low > high {
+        return Err(bad());
+    }
+    Ok(Some(format!("{low}-{high}")))
 }
 
 impl Config {
@@ -102,6 +135,66 @@ impl Config {
             },
             nb: endpoint("nb-address", &args.nb_address)?,
             sb: endpoint("sb-address", &args.sb_address)?,
+            acl_logging_rate_limit: args.acl_logging_rate_limit,
+            ephemeral_port_range: port_range(&args.ephemeral_port_range)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        controller: ControllerArgs,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<Config, ConfigError> {
+        let flags =
+            Flags::try_parse_from(std::iter::once("udn-controller").chain(args.iter().copied()))
+                .map_err(|e| ConfigError::Address {
+                    flag: "parse",
+                    reason: e.to_string(),
+                })?;
+        Config::from_args(&flags.controller, &flags.cluster)
+    }
+
+    #[test]
+    fn flags_build_the_zone_and_bad_ones_name_the_flag() {
+        let ok = config(&[
+            "--zone",
+            "node1",
+            "--enable-multi-network",
+            "--enable-network-segmentation",
+            "--nb-address",
+            "unix:/run/nb.sock",
+            "--sb-address",
+            "tcp:127.0.0.1:6642",
+            "--ephemeral-port-range",
+            "32768-60999",
+        ])
+        .unwrap();
+        assert!(ok.zone.segmentation && ok.zone.multi_network);
+        assert_eq!(ok.zone.zone, "node1");
+        assert_eq!(ok.ephemeral_port_range.as_deref(), Some("32768-60999"));
+        assert_eq!(ok.acl_logging_rate_limit, 20);
+        let err = |args: &[&str]| config(args).unwrap_err().to_string();
+        assert!(
+            err(&["--zone", "n", "--enable-network-segmentation"])
+                .contains("requires --enable-multi-network")
+        );
+        assert!(err(&["--zone", " "]).contains("--zone"));
+        assert!(err(&["--zone", "n", "--nb-address", "http://x"]).contains("--nb-address"));
+        assert!(
+            err(&["--zone", "n", "--ephemeral-port-range", "9-1"])
+                .contains("--ephemeral-port-range")
+        );
+        assert!(err(&["--zone", "n", "--gateway-mode", "local"]).contains("--gateway-mode=local"));
     }
 }

@@ -243,6 +243,9 @@ impl Zone {
             zone.copp = copp;
             zone.load_balancer_groups = groups;
             zone.features = features;
+            zone.acl_logging_rate_limit = self.config.acl_logging_rate_limit;
+            zone.ephemeral_port_range
+                .clone_from(&self.config.ephemeral_port_range);
             let pods = attachments.get(&net.name).unwrap_or(&empty);
             let desired: NetworkDesired = topology::network_desired(net, &zone, pods);
             for problem in &desired.problems {

@@ -121,7 +121,13 @@ pub async fn start_zone(
     nb: Endpoint,
     sb: Endpoint,
 ) -> RunningZone {
-    let config = Config { zone, nb, sb };
+    let config = Config {
+        zone,
+        nb,
+        sb,
+        acl_logging_rate_limit: 20,
+        ephemeral_port_range: None,
+    };
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::register(&mut registry);
     let mut tasks = JoinSet::new();
