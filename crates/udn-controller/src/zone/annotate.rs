@@ -117,6 +117,14 @@ pub(crate) fn allocate(
     let mut writes = Vec::new();
     let mut warnings = Vec::new();
     for (key, entry) in snapshot.pods.iter().filter(|(_, e)| e.local) {
+        if let Err(problem) = &entry.wanted {
+            warnings.push(Warning {
+                subject: Subject::pod(key),
+                reason: problem.reason(),
+                message: problem.to_string(),
+            });
+            continue;
+        }
         match pod_writes(ipam, snapshot, config, &nodes, key, entry) {
             Ok(Some(write)) => writes.push(write),
             Ok(None) => {}
@@ -138,9 +146,8 @@ fn pod_writes(
     key: &str,
     entry: &PodEntry,
 ) -> Result<Option<PodWrite>, String> {
-    let wanted = match &entry.wanted {
-        Ok(wanted) => wanted,
-        Err(problem) => return Err(problem.to_string()),
+    let Ok(wanted) = &entry.wanted else {
+        return Ok(None);
     };
     let annotated = entry.view.pod_networks.as_ref().map_err(|e| {
         format!("failed to read annotation {ANNOTATION_POD_NETWORKS} of pod {key}: {e}")
