@@ -237,11 +237,18 @@ impl Zone {
         }
         let mut keyed_parts: Vec<NetworkDesired> = Vec::new();
         let empty: Vec<PodAttachment> = Vec::new();
+        // Read once: the groups exist now; the COPP is read again after the default network
+        // (its owner) was reconciled.
+        let (mut copp, groups) = shared::shared_rows(&self.nb.replica());
         for net in order {
-            let (copp, groups) = shared::shared_rows(&self.nb.replica());
             let mut zone = ZoneInputs::new(&self.config.zone, &snap.nodes);
             zone.copp = copp;
-            zone.load_balancer_groups = groups;
+            // Only this network's groups: a copy of every group per network would cost
+            // O(networks) each.
+            zone.load_balancer_groups = topology::load_balancer_groups(net)
+                .into_iter()
+                .filter_map(|name| groups.get(&name).map(|uuid| (name, *uuid)))
+                .collect();
             zone.features = features;
             zone.acl_logging_rate_limit = self.config.acl_logging_rate_limit;
             zone.ephemeral_port_range
@@ -267,6 +274,9 @@ impl Zone {
                 problems: Vec::new(),
             });
             let ok = self.reconcile_network(net, desired, report).await;
+            if net.is_default() {
+                copp = shared::shared_rows(&self.nb.replica()).0;
+            }
             let running = self.running.entry(net.name.clone()).or_insert(Running {
                 id: net.id,
                 identity: identity(net),
