@@ -1,5 +1,6 @@
-//! The imperative shell of the Layer2 IPAM controller: watches (NADs, pods, IPAMClaims), one
-//! work queue of pods and claims, and the apply steps (claim status, pod patch, pod events).
+//! The imperative shell of the Layer2 IPAM controller: watches (NADs, pods, IPAMClaims,
+//! nodes), one work queue of pods, claims and nodes, and the apply steps (claim status, pod
+//! patch, pod events, node tunnel IDs patch).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -7,7 +8,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, Store};
@@ -17,12 +18,12 @@ use tracing::{debug, info, warn};
 use udn_api::annotations::{PodNetworks, parse_pod_networks};
 use udn_api::ipamclaim::IPAMClaim;
 use udn_api::nad::NetworkAttachmentDefinition;
-use udn_api::names::ANNOTATION_POD_NETWORKS;
+use udn_api::names::{ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS, ANNOTATION_POD_NETWORKS};
 
 use super::claims::claim_view;
 use super::networks::{Layer2Index, layer2_nad};
-use super::state::{ClaimView, IpamState, PodSnapshot};
-use super::{CONTROLLER, Layer2IpamError, reconcile};
+use super::state::{ClaimView, IpamState, Layer2Topology, PodSnapshot};
+use super::{CONTROLLER, Layer2IpamError, node_reconcile, reconcile};
 use crate::context::Context;
 use crate::metrics::NetworkLabels;
 use crate::node_subnets::networks::nad_key_of;
@@ -39,6 +40,8 @@ enum Key {
     Pod(String),
     /// `namespace/name` of an IPAMClaim.
     Claim(String),
+    /// Name of a node (its gateway router tunnel IDs).
+    Node(String),
 }
 
 /// The index and the pools, under one lock.
@@ -55,6 +58,7 @@ pub(super) struct Shared {
     nads: Store<NetworkAttachmentDefinition>,
     pub(super) pods: Store<Pod>,
     pub(super) claims: Option<Store<IPAMClaim>>,
+    pub(super) nodes: Store<Node>,
     queue: Arc<WorkQueue<Key>>,
     pub(super) recorder: Recorder,
     failures: Failures<Key>,
@@ -91,6 +95,15 @@ pub(super) fn pod_networks_of(
         None => Ok(PodNetworks::new()),
         Some(value) => parse_pod_networks(value),
     }
+}
+
+/// The node's gateway router tunnel IDs annotation.
+pub(super) fn node_tunnels_text(node: &Node) -> Option<&str> {
+    node.metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
+        .map(String::as_str)
 }
 
 pub(super) fn is_active(pod: &Pod) -> bool {
@@ -155,14 +168,22 @@ impl Shared {
             .flat_map(|store| store.state())
             .map(|claim| object_key(&claim.metadata))
             .collect();
+        let mut nodes: BTreeSet<String> = self
+            .nodes
+            .state()
+            .iter()
+            .filter_map(|node| node.metadata.name.clone())
+            .collect();
         {
             let inner = lock(&self.inner);
             pods.extend(inner.state.pod_keys());
             claims.extend(inner.state.claim_keys());
+            nodes.extend(inner.state.node_names());
         }
         pods.into_iter()
             .map(Key::Pod)
             .chain(claims.into_iter().map(Key::Claim))
+            .chain(nodes.into_iter().map(Key::Node))
             .collect()
     }
 
@@ -281,11 +302,54 @@ impl Shared {
         }
     }
 
+    fn on_node(&self, event: watcher::Event<Node>) {
+        match event {
+            watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
+                let Some(name) = node.metadata.name.as_deref() else {
+                    return;
+                };
+                // The echo of our own write (or any change that leaves the annotation as
+                // planned) needs no reconcile: network changes queue every node anyway.
+                let text = node_tunnels_text(&node);
+                let mut inner = lock(&self.inner);
+                if !inner.ready {
+                    return;
+                }
+                if !inner.state.node_is_planned(name, text) {
+                    inner.state.observe_node(name, text);
+                    drop(inner);
+                    self.queue.add(Key::Node(name.to_owned()));
+                }
+            }
+            watcher::Event::Delete(node) => {
+                if let Some(name) = node.metadata.name {
+                    self.queue.add(Key::Node(name));
+                }
+            }
+            watcher::Event::InitDone => self.queue.add_all(self.all_keys()),
+            watcher::Event::Init => {}
+        }
+    }
+
+    /// Decides the Layer2 topology from the nodes, records their tunnel ID annotations (so
+    /// new pools restore them before the pods'), then builds every pool.
     fn start(&self) {
+        let nodes = self.nodes.state();
+        let topology =
+            Layer2Topology::of_nodes(nodes.iter().map(|n| n.metadata.annotations.as_ref()));
+        {
+            let mut inner = lock(&self.inner);
+            inner.state.set_topology(topology);
+            for node in &nodes {
+                if let Some(name) = node.metadata.name.as_deref() {
+                    inner.state.observe_node(name, node_tunnels_text(node));
+                }
+            }
+        }
         let names = self.reset_index();
         lock(&self.inner).ready = true;
         self.sync_networks(&names);
-        info!(networks = names.len(), "layer2-ipam pools restored");
+        info!(networks = names.len(), topology = ?topology, "layer2-ipam pools restored");
         self.queue.add_all(self.all_keys());
     }
 }
@@ -299,6 +363,7 @@ async fn worker(shared: Arc<Shared>) {
                 reconcile::reconcile_claim(&shared, claim);
                 Ok(false)
             }
+            Key::Node(node) => node_reconcile::reconcile_node(&shared, node).await,
         };
         shared.queue.done(&key);
         let outcome = match result {
@@ -345,6 +410,7 @@ pub(super) async fn run(
     let (nads, nad_writer) = reflector::store();
     let (pods, pod_writer) = reflector::store();
     let (claims, claim_writer) = reflector::store::<IPAMClaim>();
+    let (nodes, node_writer) = reflector::store();
     let shared = Arc::new(Shared {
         recorder: Recorder::new(client.clone(), ctx.reporter.clone()),
         ctx,
@@ -356,6 +422,7 @@ pub(super) async fn run(
         nads,
         pods,
         claims: persistent.then_some(claims),
+        nodes,
         queue: WorkQueue::new(),
         failures: Failures::default(),
     });
@@ -374,6 +441,13 @@ pub(super) async fn run(
         pod_writer,
         move |e| s.on_pod(e),
     ));
+    let s = Arc::clone(&shared);
+    pumps.spawn(pump(
+        CONTROLLER,
+        Api::all(client.clone()),
+        node_writer,
+        move |e| s.on_node(e),
+    ));
     if persistent {
         let s = Arc::clone(&shared);
         pumps.spawn(pump(CONTROLLER, Api::all(client), claim_writer, move |e| {
@@ -389,6 +463,7 @@ pub(super) async fn run(
             .await
             .map_err(|_| "network-attachment-definitions")?;
         shared.pods.wait_until_ready().await.map_err(|_| "pods")?;
+        shared.nodes.wait_until_ready().await.map_err(|_| "nodes")?;
         if let Some(claims) = &shared.claims {
             claims.wait_until_ready().await.map_err(|_| "ipamclaims")?;
         }

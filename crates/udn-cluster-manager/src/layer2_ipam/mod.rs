@@ -15,14 +15,22 @@
 //!   whose selection element names a claim (`ipam-claim-reference`; for the primary network
 //!   in `v1.multus-cni.io/default-network`) gets the claim's `status.ips`, or new IPs that are
 //!   then written to the claim (`claims`); they are freed when the claim is deleted.
-//! - At start every pool is restored from the claims and the pods' annotations before
-//!   anything is allocated, so no IP or tunnel ID is handed out twice across restarts.
+//! - In the legacy Layer2 topology (decided at start, as upstream: some node carries gateway
+//!   router tunnel IDs without `k8s.ovn.org/layer2-topology-version: "2.0"`) every node gets
+//!   `k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids`: per primary Layer2 network
+//!   one ID from that network's pod tunnel ID pool (owner `<network>_<node>`), released with
+//!   the node or the network. With the transit router (fresh clusters) nothing is allocated
+//!   and pods start at tunnel ID 10. Entries of other networks are removed in both.
+//! - At start every pool is restored from the nodes' tunnel IDs, the claims and the pods'
+//!   annotations before anything is allocated, so no IP or tunnel ID is handed out twice
+//!   across restarts.
 
 pub(crate) mod annotation;
 pub(crate) mod attachments;
 pub(crate) mod claims;
 mod controller;
 pub(crate) mod networks;
+mod node_reconcile;
 pub(crate) mod plan;
 mod reconcile;
 pub(crate) mod state;
@@ -97,6 +105,28 @@ pub enum Layer2IpamError {
         /// `namespace/name`.
         claim: String,
     },
+    /// Writing the node's gateway router tunnel IDs failed.
+    #[error(
+        "patch annotation k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids of node {node}"
+    )]
+    PatchNode {
+        /// Node name.
+        node: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The node's tunnel IDs annotation could not be encoded.
+    #[error(
+        "encode annotation k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids of node {node}"
+    )]
+    EncodeNode {
+        /// Node name.
+        node: String,
+        /// The encoder error.
+        #[source]
+        source: udn_api::annotations::AnnotationError,
+    },
 }
 
 impl Layer2IpamError {
@@ -105,16 +135,19 @@ impl Layer2IpamError {
         match self {
             Self::WatchNotReady { .. } => "watch",
             Self::Get { .. } => "get",
-            Self::Patch { .. } => "patch",
+            Self::Patch { .. } | Self::PatchNode { .. } => "patch",
             Self::Conflict { .. } => "conflict",
-            Self::Encode { .. } => "encode",
+            Self::Encode { .. } | Self::EncodeNode { .. } => "encode",
             Self::Claim { .. } | Self::ClaimGone { .. } => "claim",
         }
     }
 
     /// Whether retrying can help.
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, Self::Encode { .. } | Self::WatchNotReady { .. })
+        !matches!(
+            self,
+            Self::Encode { .. } | Self::EncodeNode { .. } | Self::WatchNotReady { .. }
+        )
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Owners: a pod attachment owns its tunnel ID and (without a claim) its IPs as
 //! `<nad key>/<pod uid>` (upstream's tunnel-ID owner name); IPs of a persistent attachment are
-//! owned by the claim (`ipamclaim:<ns>/<name>`), so they outlive the pod.
+//! owned by the claim (`ipamclaim:<ns>/<name>`), so they outlive the pod. In the legacy Layer2
+//! topology a node owns one tunnel ID per primary Layer2 network as `<network>_<node>`
+//! (`node_tunnels`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +19,11 @@ use udn_ipam::{PodIpAllocator, PodIpConfig, PodTunnelIdAllocator};
 
 use super::attachments::Attachment;
 use super::plan::{AttachmentContext, plan_attachment};
+
+mod node_tunnels;
+
+use node_tunnels::KnownNode;
+pub(crate) use node_tunnels::Layer2Topology;
 
 /// IP owner name of a claim.
 pub(crate) fn claim_owner(claim_key: &str) -> String {
@@ -122,6 +129,10 @@ pub(crate) struct IpamState {
     pods: BTreeMap<String, PodRecord>,
     /// Claim key -> network of claims holding IPs.
     claims: BTreeMap<String, String>,
+    /// Decides whether nodes get gateway router tunnel IDs and pods skip the platform IDs.
+    topology: Layer2Topology,
+    /// The nodes' gateway router tunnel ID annotations.
+    nodes: BTreeMap<String, KnownNode>,
 }
 
 fn pool_config(info: &UserDefinedNetInfo) -> PodIpConfig {
@@ -137,8 +148,9 @@ fn pool_config(info: &UserDefinedNetInfo) -> PodIpConfig {
 
 impl IpamState {
     /// Brings one network's pools in line with its definition, restoring new pools from the
-    /// claims, then the annotations of active pods (in key order), then reserving the
-    /// platform tunnel IDs. Returns whether anything changed.
+    /// nodes' gateway router tunnel IDs (legacy topology), the claims, then the annotations
+    /// of active pods (in key order), then reserving the platform tunnel IDs (transit router
+    /// topology). Returns whether anything changed.
     pub(crate) fn sync_network(
         &mut self,
         name: &str,
@@ -176,13 +188,16 @@ impl IpamState {
                 tunnels,
             },
         );
+        self.restore_node_tunnels(name);
         for claim in claims.iter().filter(|c| c.network == name) {
             self.ensure_claim(claim);
         }
         for pod in pods.iter().filter(|pod| pod.active) {
             self.restore_pod(name, nad_keys, pod);
         }
-        if let Some(tunnels) = self.networks.get_mut(name).and_then(|p| p.tunnels.as_mut()) {
+        if self.topology == Layer2Topology::TransitRouter
+            && let Some(tunnels) = self.networks.get_mut(name).and_then(|p| p.tunnels.as_mut())
+        {
             tunnels.reserve_platform_ports();
         }
         true

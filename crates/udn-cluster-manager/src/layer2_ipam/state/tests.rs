@@ -406,3 +406,159 @@ fn base_keys() {
     assert_eq!(base_nad_key("ns/net/1"), "ns/net");
     assert_eq!(base_nad_key("default"), "default");
 }
+
+mod node_tunnels {
+    //! The legacy topology's node gateway router tunnel IDs, from the pod tunnel ID pools.
+
+    use super::*;
+    use crate::layer2_ipam::state::node_tunnels::node_tunnel_owner;
+
+    const KEY: &str = "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids";
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn legacy_state(nodes: &[(&str, &str)]) -> IpamState {
+        let mut state = IpamState::default();
+        state.set_topology(Layer2Topology::Legacy);
+        for (node, text) in nodes {
+            state.observe_node(node, Some(text));
+        }
+        state.sync_network(
+            "ns_net",
+            Some(&info("ns_net", "primary", "10.100.0.0/24", false)),
+            &keys(&["ns/net"]),
+            &[],
+            &[],
+        );
+        state.sync_network(
+            "ns_sec",
+            Some(&info("ns_sec", "secondary", "10.101.0.0/24", false)),
+            &keys(&["ns/sec"]),
+            &[],
+            &[],
+        );
+        state
+    }
+
+    #[test]
+    fn topology_follows_upstreams_rule() {
+        let legacy = annotations(&[(KEY, r#"{"a":"5"}"#)]);
+        let migrated = annotations(&[
+            (KEY, r#"{"a":"5"}"#),
+            ("k8s.ovn.org/layer2-topology-version", "2.0"),
+        ]);
+        let empty = annotations(&[(KEY, "")]);
+        assert_eq!(
+            Layer2Topology::of_nodes([None, Some(&empty), Some(&migrated)]),
+            Layer2Topology::TransitRouter
+        );
+        assert_eq!(
+            Layer2Topology::of_nodes([Some(&migrated), Some(&legacy)]),
+            Layer2Topology::Legacy
+        );
+        assert_eq!(
+            Layer2Topology::of_nodes(std::iter::empty()),
+            Layer2Topology::TransitRouter
+        );
+    }
+
+    #[test]
+    fn legacy_nodes_and_pods_share_one_pool() {
+        // A node annotated by an earlier run, plus a stale network entry.
+        let mut state = legacy_state(&[("a", r#"{"gone_net":"3","ns_net":"2"}"#)]);
+        assert_eq!(state.node_tunnel_id("ns_net", "a"), Some(2));
+        let a = state
+            .plan_node("a", Some(r#"{"gone_net":"3","ns_net":"2"}"#))
+            .unwrap();
+        assert_eq!(a.value.as_deref(), Some(r#"{"ns_net":"2"}"#));
+        assert!(a.write && a.allocated.is_empty());
+        state.node_written("a", &a);
+        assert!(state.node_is_planned("a", Some(r#"{"ns_net":"2"}"#)));
+        // A new node and a pod: no platform IDs in the legacy topology, no collision.
+        let b = state.plan_node("b", None).unwrap();
+        assert_eq!(b.value.as_deref(), Some(r#"{"ns_net":"1"}"#));
+        assert_eq!(
+            b.allocated,
+            [("ns_net".to_owned(), node_tunnel_owner("ns_net", "b"))]
+        );
+        let attachments = [attachment("ns/net", "ns_net", PodNetworkRole::Primary, "")];
+        let pod = plan(
+            &mut state,
+            "p",
+            "u1",
+            &PodNetworks::new(),
+            &attachments,
+            &no_claims,
+        );
+        assert_eq!(pod.desired["ns/net"].tunnel_id, 3);
+        // The secondary Layer2 network gives nodes nothing.
+        assert!(!b.value.unwrap_or_default().contains("ns_sec"));
+    }
+
+    #[test]
+    fn failed_writes_and_gone_nodes_release_their_ids() {
+        let mut state = legacy_state(&[]);
+        let plan_a = state.plan_node("a", None).unwrap();
+        assert_eq!(state.node_tunnel_id("ns_net", "a"), Some(1));
+        state.node_unwritten(&plan_a);
+        assert_eq!(state.node_tunnel_id("ns_net", "a"), None);
+        let plan_a = state.plan_node("a", None).unwrap();
+        state.node_written("a", &plan_a);
+        assert_eq!(
+            state.forget_node("a"),
+            BTreeSet::from(["ns_net".to_owned()])
+        );
+        assert_eq!(state.node_tunnel_id("ns_net", "a"), None);
+        assert!(state.node_names().is_empty());
+    }
+
+    #[test]
+    fn a_removed_network_leaves_the_annotation() {
+        let mut state = legacy_state(&[]);
+        let plan_a = state.plan_node("a", None).unwrap();
+        state.node_written("a", &plan_a);
+        let text = plan_a.value.clone();
+        state.sync_network("ns_net", None, &BTreeSet::new(), &[], &[]);
+        let after = state.plan_node("a", text.as_deref()).unwrap();
+        assert!(after.write);
+        assert_eq!(after.value, None);
+    }
+
+    #[test]
+    fn transit_router_topology_allocates_nothing_and_keeps_live_entries() {
+        let mut state = IpamState::default();
+        state.observe_node("a", Some(r#"{"gone":"4","ns_net":"7"}"#));
+        state.sync_network(
+            "ns_net",
+            Some(&info("ns_net", "primary", "10.100.0.0/24", false)),
+            &keys(&["ns/net"]),
+            &[],
+            &[],
+        );
+        let a = state
+            .plan_node("a", Some(r#"{"gone":"4","ns_net":"7"}"#))
+            .unwrap();
+        assert_eq!(a.value.as_deref(), Some(r#"{"ns_net":"7"}"#));
+        assert!(a.allocated.is_empty());
+        let b = state.plan_node("b", None).unwrap();
+        assert!(!b.write && b.value.is_none());
+        assert!(state.node_is_planned("b", None));
+        assert_eq!(state.node_tunnel_id("ns_net", "a"), None);
+        // Pods skip the platform IDs.
+        let attachments = [attachment("ns/net", "ns_net", PodNetworkRole::Primary, "")];
+        let pod = plan(
+            &mut state,
+            "p",
+            "u1",
+            &PodNetworks::new(),
+            &attachments,
+            &no_claims,
+        );
+        assert_eq!(pod.desired["ns/net"].tunnel_id, 10);
+    }
+}
