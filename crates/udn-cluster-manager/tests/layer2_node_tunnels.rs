@@ -134,14 +134,26 @@ async fn restart_keeps_node_ids_and_a_deleted_nodes_ids_are_free() {
     delete_node(&client, "n1").await;
     running.stop().await;
 
+    // Pods created while the manager is down: after the restart they are allocated before
+    // the nodes are looked at, from a scan that starts at the bottom of the pool.
+    for pod in ["p1", "p2", "p3"] {
+        create_pod(&client, "a", pod, "old").await;
+    }
     // The old node's annotation now only has live networks; the cluster stays legacy.
     let running = Running::start(&cluster, Controllers::Layer2Ipam, config());
+    let mut pods = BTreeSet::new();
+    for pod in ["p1", "p2", "p3"] {
+        pods.insert(pod_tunnel(&client, "a", pod).await);
+    }
     create_node(&client, "n2").await;
     let n2 = wait_tunnels(&client, "n2", &["a_net", "b_net"]).await;
-    // Restored before allocating: the survivor keeps its IDs, the new node gets the lowest
-    // free ones, which are the deleted node's.
+    // Restored before allocating: the survivor keeps its IDs and no pod got them; the new
+    // node gets free ones (the deleted node's are among them).
     assert_eq!(tunnel_ids(&client, "old").await.unwrap(), old);
-    assert_eq!(n2, n1);
+    assert!(!pods.contains(&old["a_net"]), "{pods:?} {old:?}");
+    assert!(!pods.contains(&n2["a_net"]), "{pods:?} {n2:?}");
+    assert_eq!(pods.len(), 3);
+    assert_eq!(n2["b_net"], n1["b_net"]);
     running.stop().await;
 }
 

@@ -1,6 +1,7 @@
 //! Restart safety of the whole cluster-manager: a random workload of network, node and pod
 //! creates and deletes, with the manager stopped and started again at random points. At the
-//! end every object is in place and no network ID, host subnet or pod IP is held twice.
+//! end every object is in place and no network ID, node ID, transit address, host subnet
+//! (default network included) or pod IP is held twice.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test helpers
 
@@ -10,7 +11,9 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use udn_api::annotations::{parse_node_subnets, parse_pod_networks};
+use udn_api::annotations::{
+    parse_node_id, parse_node_subnets, parse_node_transit_switch_port_ifaddr, parse_pod_networks,
+};
 use udn_cluster_manager::config::Config;
 use udn_cluster_manager::context::Context;
 use udn_cluster_manager::metrics::Metrics;
@@ -192,8 +195,37 @@ fn check(cluster: &TestCluster) -> Result<(), String> {
         })
         .filter_map(|n| annotation(n, "k8s.ovn.org/network-name").map(str::to_owned))
         .collect();
-    // Every node has a subnet of every Layer3 network; subnets unique per network.
+    // Every node has an ID, its transit addresses and default subnets; none is held twice.
+    let mut node_ids: BTreeSet<u32> = BTreeSet::new();
+    let mut transit: BTreeSet<String> = BTreeSet::new();
+    for node in &nodes {
+        let name = &node["metadata"]["name"];
+        let Some(id) = annotation(node, "k8s.ovn.org/node-id") else {
+            return Err(format!("node {name} has no ID"));
+        };
+        let id = parse_node_id(id).map_err(|e| e.to_string())?;
+        if !node_ids.insert(id) {
+            return Err(format!("node ID {id} held twice"));
+        }
+        let addrs = annotation(node, "k8s.ovn.org/node-transit-switch-port-ifaddr")
+            .map(parse_node_transit_switch_port_ifaddr)
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("node {name} has no transit address"))?;
+        let ipv4 = addrs.ipv4.map(|a| a.to_string());
+        if ipv4 != Some(format!("100.88.0.{id}/16")) {
+            return Err(format!(
+                "node {name} (ID {id}) has transit address {ipv4:?}"
+            ));
+        }
+        if !transit.insert(format!("{addrs:?}")) {
+            return Err(format!("transit address {addrs:?} held twice"));
+        }
+    }
+    // Every node has a subnet of the default and of every Layer3 network; subnets unique per
+    // network.
     let mut held: BTreeSet<(String, String)> = BTreeSet::new();
+    let l3: BTreeSet<String> = l3.into_iter().chain(["default".to_owned()]).collect();
     for node in &nodes {
         let subnets = annotation(node, "k8s.ovn.org/node-subnets")
             .map(parse_node_subnets)
