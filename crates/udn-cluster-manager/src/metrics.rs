@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 /// `controller` + `result` (`ok`, `error`, `requeue`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
-    /// Controller name (`udn`, `cudn`, `node-allocation`, `node-subnets`,
+    /// Controller name (`udn`, `cudn`, `network-ids`, `node-allocation`, `node-subnets`,
     /// `node-subnets-status`, `layer2-ipam`).
     pub controller: &'static str,
     /// Outcome.
