@@ -85,41 +85,42 @@ async fn tier_and_nat_match_are_written_where_the_schema_has_them() {
         .with("NAT", []);
     config.indexed_keys = vec!["k8s.ovn.org/id".to_owned()];
     let reader = udn_ovsdb::client::Client::connect(config).await.unwrap();
-    let replica = reader.replica();
-    let acl = |id: &str| {
-        let uuids = replica.find("ACL", "k8s.ovn.org/id", id);
-        assert_eq!(uuids.len(), 1, "ACL {id}");
-        replica.get("ACL", &uuids[0]).unwrap().clone()
-    };
-    let int = |v: i64| udn_ovsdb::protocol::Value::Atom(udn_ovsdb::protocol::Atom::Integer(v));
-    // UDN isolation ACLs are tier 0, the management port's allow ACL tier 2 (upstream).
-    let deny = acl("default-network-controller:UDNIsolation:DenyPrimaryUDN:Ingress");
-    assert_eq!(deny.get("tier"), Some(&int(0)), "{deny:?}");
-    let mgmt = acl("isolatednet-network-controller:NetpolNode:isolatednet_node1:192.168.1.2");
-    assert_eq!(mgmt.get("tier"), Some(&int(2)), "{mgmt:?}");
-    // The masquerade SNAT to the management port carries its match.
-    let text = |row: &udn_ovsdb::protocol::Row, column: &str| -> Option<String> {
-        use udn_ovsdb::protocol::{Atom, Value};
-        match row.get(column)? {
-            Value::Atom(Atom::String(s)) => Some(s.clone()),
-            Value::Set(atoms) => match atoms.as_slice() {
-                [Atom::String(s)] => Some(s.clone()),
+    {
+        let replica = reader.replica();
+        let acl = |id: &str| {
+            let uuids = replica.find("ACL", "k8s.ovn.org/id", id);
+            assert_eq!(uuids.len(), 1, "ACL {id}");
+            replica.get("ACL", &uuids[0]).unwrap().clone()
+        };
+        let int = |v: i64| udn_ovsdb::protocol::Value::Atom(udn_ovsdb::protocol::Atom::Integer(v));
+        // UDN isolation ACLs are tier 0, the management port's allow ACL tier 2 (upstream).
+        let deny = acl("default-network-controller:UDNIsolation:DenyPrimaryUDN:Ingress");
+        assert_eq!(deny.get("tier"), Some(&int(0)), "{deny:?}");
+        let mgmt = acl("isolatednet-network-controller:NetpolNode:isolatednet_node1:192.168.1.2");
+        assert_eq!(mgmt.get("tier"), Some(&int(2)), "{mgmt:?}");
+        // The masquerade SNAT to the management port carries its match.
+        let text = |row: &udn_ovsdb::protocol::Row, column: &str| -> Option<String> {
+            use udn_ovsdb::protocol::{Atom, Value};
+            match row.get(column)? {
+                Value::Atom(Atom::String(s)) => Some(s.clone()),
+                Value::Set(atoms) => match atoms.as_slice() {
+                    [Atom::String(s)] => Some(s.clone()),
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        }
-    };
-    let snat = replica
-        .rows("NAT")
-        .map(|(_, row)| row)
-        .find(|row| text(row, "logical_port").as_deref() == Some("rtos-isolatednet_node1"))
-        .expect("the masquerade SNAT");
-    assert_eq!(
-        text(snat, "match").as_deref(),
-        Some("eth.dst == 0a:58:c0:a8:01:02"),
-        "{snat:?}"
-    );
-    drop(replica);
+            }
+        };
+        let snat = replica
+            .rows("NAT")
+            .map(|(_, row)| row)
+            .find(|row| text(row, "logical_port").as_deref() == Some("rtos-isolatednet_node1"))
+            .expect("the masquerade SNAT");
+        assert_eq!(
+            text(snat, "match").as_deref(),
+            Some("eth.dst == 0a:58:c0:a8:01:02"),
+            "{snat:?}"
+        );
+    }
     // And nothing more to do.
     zone.stop().await;
     let mut zone = start_zone(&cluster, zone_config("node1"), nb.endpoint(), sb.endpoint()).await;
