@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tracing::warn;
 
 /// Longest event note the API accepts.
@@ -76,26 +76,44 @@ pub struct Warning {
 }
 
 /// Publishes warnings, each (subject, reason, message) once while it keeps being reported;
-/// one that stopped and comes back is published again.
+/// one that stopped and comes back is published again, and one whose publishing failed is
+/// tried again on the next pass.
 pub struct Events {
-    recorder: Option<Recorder>,
+    publisher: Option<Publisher>,
     published: BTreeSet<Warning>,
+}
+
+/// Where Events go: the API server, reported as `reporter`.
+#[derive(Clone)]
+pub struct Publisher {
+    /// The API client.
+    pub client: kube::Client,
+    /// The reporting controller and instance.
+    pub reporter: Reporter,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("reporter", &self.reporter)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events")
-            .field("publishing", &self.recorder.is_some())
+            .field("publishing", &self.publisher.is_some())
             .field("published", &self.published.len())
             .finish()
     }
 }
 
 impl Events {
-    /// Events through `recorder` (`None`: log only, e.g. in tests without an API).
-    pub fn new(recorder: Option<Recorder>) -> Self {
+    /// Events through `publisher` (`None`: log only, e.g. in tests without an API).
+    pub fn new(publisher: Option<Publisher>) -> Self {
         Self {
-            recorder,
+            publisher,
             published: BTreeSet::new(),
         }
     }
@@ -104,6 +122,7 @@ impl Events {
     pub async fn report(&mut self, warnings: Vec<Warning>) {
         let current: BTreeSet<Warning> = warnings.into_iter().collect();
         let mut by_subject: BTreeMap<&Subject, Vec<&Warning>> = BTreeMap::new();
+        let mut failed: Vec<&Warning> = Vec::new();
         for warning in current.difference(&self.published) {
             by_subject
                 .entry(&warning.subject)
@@ -112,13 +131,14 @@ impl Events {
         }
         for (subject, warnings) in by_subject {
             for warning in warnings {
+                // `note`, not `message`: that is the name of tracing's own message field.
                 warn!(
                     object = %subject.describe(),
                     reason = warning.reason,
-                    message = %warning.message,
+                    note = %warning.message,
                     "cannot render"
                 );
-                let Some(recorder) = &self.recorder else {
+                let Some(publisher) = &self.publisher else {
                     continue;
                 };
                 let mut note = warning.message.clone();
@@ -136,11 +156,18 @@ impl Events {
                     action: "Reconcile".to_owned(),
                     secondary: None,
                 };
+                // A recorder per Event: kube's Recorder keys its cache without the note, so a
+                // second warning with the same reason about the same object (a node missing
+                // an annotation on two networks) would only count as a repeat of the first,
+                // its text lost. Repeats are already kept out here.
+                let recorder = Recorder::new(publisher.client.clone(), publisher.reporter.clone());
                 if let Err(error) = recorder.publish(&event, &subject.reference()).await {
                     warn!(object = %subject.describe(), reason = warning.reason, error = %error, "failed to publish event");
+                    failed.push(warning);
                 }
             }
         }
-        self.published = current;
+        let failed: BTreeSet<Warning> = failed.into_iter().cloned().collect();
+        self.published = current.difference(&failed).cloned().collect();
     }
 }

@@ -17,7 +17,7 @@ mod teardown;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -28,7 +28,7 @@ pub use clients::{NB_TABLES, connect_nb, connect_sb};
 pub use pass::PassReport;
 
 use crate::config::Config;
-use crate::events::Events;
+use crate::events::{Events, Publisher};
 use crate::ipam::ZoneIpam;
 use crate::metrics::Metrics;
 use crate::networks::NetworkIdentity;
@@ -124,7 +124,10 @@ impl Zone {
             controller: "udn-controller".to_owned(),
             instance: Some(config.zone.zone.clone()),
         };
-        let events = Events::new(Some(Recorder::new(kube.clone(), reporter)));
+        let events = Events::new(Some(Publisher {
+            client: kube.clone(),
+            reporter,
+        }));
         info!(zone = %config.zone.zone, "zone controller started");
         Ok((
             Self {
