@@ -116,11 +116,12 @@ impl Zone {
 
         let (attachments, open_port_problems) = attachments_by_network(&snap);
         for problem in open_port_problems {
+            // Upstream's text (`ensureLocalZonePod`), with its two spaces after "pod".
             warnings.push(Warning {
                 subject: Subject::pod(&problem.pod),
                 reason: "ErrorUpdatingResource",
                 message: format!(
-                    "failed to update UDN pod {} open ports: {}",
+                    "failed to update UDN pod  {} open ports: {}",
                     problem.pod,
                     shared::open_ports_message(&problem.error)
                 ),
