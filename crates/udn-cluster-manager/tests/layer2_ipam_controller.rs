@@ -111,8 +111,8 @@ async fn primary_and_secondary_attachments_in_upstream_format() {
             r#""green/prim":{"ip_addresses":["10.100.0.3/24","fd10::3/64"],"mac_address":"0a:58:0a:64:00:03","gateway_ips":["10.100.0.1","fd10::1"],"#,
             r#""routes":[{"dest":"10.96.0.0/16","nextHop":"10.100.0.1"},{"dest":"100.65.0.0/16","nextHop":"10.100.0.1"},"#,
             r#"{"dest":"fd00:10:96::/112","nextHop":"fd10::1"},{"dest":"fd99::/64","nextHop":"fd10::1"}],"#,
-            r#""ipv6_lla_gateway_ip":"fe80::858:aff:fe64:1","tunnel_id":10,"role":"primary"},"#,
-            r#""green/sec":{"ip_addresses":["10.200.0.1/24"],"mac_address":"0a:58:0a:c8:00:01","ip_address":"10.200.0.1/24","tunnel_id":10,"role":"secondary"}}"#,
+            r#""ipv6_lla_gateway_ip":"fe80::858:aff:fe64:1","tunnel_id":1,"role":"primary"},"#,
+            r#""green/sec":{"ip_addresses":["10.200.0.1/24"],"mac_address":"0a:58:0a:c8:00:01","ip_address":"10.200.0.1/24","tunnel_id":1,"role":"secondary"}}"#,
         )
     );
 
@@ -129,7 +129,7 @@ async fn primary_and_secondary_attachments_in_upstream_format() {
         p2.contains(r#""ip_addresses":["10.100.0.4/24","fd10::4/64"]"#),
         "{p2}"
     );
-    assert!(p2.contains(r#""tunnel_id":11"#), "{p2}");
+    assert!(p2.contains(r#""tunnel_id":2"#), "{p2}");
     let labels = NetworkLabels {
         network: "green_prim".into(),
     };
@@ -355,7 +355,8 @@ async fn restart_keeps_claims_and_annotated_pods() {
         fresh.contains(r#""ip_addresses":["10.30.0.5/24"]"#),
         "{fresh}"
     );
-    // launcher-1's tunnel ID went with it; the plain pod's 11 stays taken.
-    assert!(fresh.contains(r#""tunnel_id":10"#), "{fresh}");
+    // launcher-1's tunnel ID went with it; the plain pod's 2 stays taken (legacy topology:
+    // pods start at 1).
+    assert!(fresh.contains(r#""tunnel_id":1"#), "{fresh}");
     running.stop().await;
 }

@@ -1,7 +1,8 @@
 //! The legacy Layer2 topology's per-node gateway router tunnel IDs against the in-memory API
 //! server: every node gets one per primary Layer2 network, from the pool the network's pods
 //! take their tunnel IDs from (never the same ID twice), entries go with their network, a
-//! deleted node's IDs are free again, and a fresh cluster (transit router) gets none.
+//! deleted node's IDs are free again, a fresh cluster gets them (udn's zones render the legacy
+//! topology), and a cluster whose zones all run the transit router gets none.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -158,7 +159,28 @@ async fn restart_keeps_node_ids_and_a_deleted_nodes_ids_are_free() {
 }
 
 #[tokio::test]
-async fn a_fresh_cluster_uses_the_transit_router_and_allocates_none() {
+async fn a_fresh_cluster_gets_legacy_tunnel_ids() {
+    let cluster = TestCluster::new();
+    let client = cluster.client();
+    let config = config();
+    create_namespace(&client, "a", true).await;
+    udn_with_nad(
+        &client,
+        udn_test_support::l2_udn("a", "net", "Primary", &["10.10.0.0/24"]),
+        &config,
+    )
+    .await;
+    create_node(&client, "n1").await;
+    let running = Running::start(&cluster, Controllers::Layer2Ipam, config);
+    let ids = wait_tunnels(&client, "n1", &["a_net"]).await;
+    create_pod(&client, "a", "p1", "n1").await;
+    let pod = pod_tunnel(&client, "a", "p1").await;
+    assert!(pod != 0 && pod != ids["a_net"], "pod {pod}, node {ids:?}");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn zones_that_all_run_the_transit_router_get_none() {
     let cluster = TestCluster::new();
     let client = cluster.client();
     let config = config();
@@ -176,7 +198,12 @@ async fn a_fresh_cluster_uses_the_transit_router_and_allocates_none() {
         json!({KEY: r#"{"a_net":"4","gone_net":"5"}"#, "k8s.ovn.org/layer2-topology-version": "2.0"}),
     )
     .await;
-    create_node(&client, "n1").await;
+    create_node_with_annotations(
+        &client,
+        "n1",
+        json!({"k8s.ovn.org/layer2-topology-version": "2.0"}),
+    )
+    .await;
     let running = Running::start(&cluster, Controllers::Layer2Ipam, config);
     create_pod(&client, "a", "p1", "n1").await;
     assert_eq!(pod_tunnel(&client, "a", "p1").await, 10);

@@ -15,12 +15,12 @@
 //!   whose selection element names a claim (`ipam-claim-reference`; for the primary network
 //!   in `v1.multus-cni.io/default-network`) gets the claim's `status.ips`, or new IPs that are
 //!   then written to the claim (`claims`); they are freed when the claim is deleted.
-//! - In the legacy Layer2 topology (decided at start, as upstream: some node carries gateway
-//!   router tunnel IDs without `k8s.ovn.org/layer2-topology-version: "2.0"`) every node gets
+//! - In the legacy Layer2 topology (the one udn's zones render; decided at start: legacy unless
+//!   every node carries `k8s.ovn.org/layer2-topology-version: "2.0"`) every node gets
 //!   `k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids`: per primary Layer2 network
 //!   one ID from that network's pod tunnel ID pool (owner `<network>_<node>`), released with
-//!   the node or the network. With the transit router (fresh clusters) nothing is allocated
-//!   and pods start at tunnel ID 10. Entries of other networks are removed in both.
+//!   the node or the network. With the transit router (every zone says it runs it) nothing is
+//!   allocated and pods start at tunnel ID 10. Entries of other networks are removed in both.
 //! - At start every pool is restored from the nodes' tunnel IDs, the claims and the pods'
 //!   annotations before anything is allocated, so no IP or tunnel ID is handed out twice
 //!   across restarts.

@@ -3,12 +3,15 @@
 //! with `HasNodeTunnelIDAllocation`), taken from the same per-network pool as the pod tunnel
 //! IDs under the owner `<network>_<node>`, so the two never collide.
 //!
-//! Upstream decides the topology once at start (`ClusterManager.setTopologyType`): legacy
-//! while some node carries tunnel IDs but not `k8s.ovn.org/layer2-topology-version: "2.0"`,
-//! the transit router otherwise. With the transit router nothing is allocated, existing
-//! entries of live networks are kept and the platform tunnel IDs 1..9 are reserved; in
-//! both topologies entries of networks that are not primary Layer2 networks are removed
-//! (upstream `CleanupStaleNetworks`, `Cleanup`).
+//! The topology is decided once at start. A zone controller that renders the transit router
+//! says so on its node with `k8s.ovn.org/layer2-topology-version: "2.0"` (upstream); udn's
+//! zone controllers render the legacy gateway topology and never do. So the transit router is
+//! used only when every node says so, and the legacy topology otherwise, also on a fresh
+//! cluster (upstream's `ClusterManager.setTopologyType` switches a fresh cluster to the
+//! transit router, because upstream's zones run it). With the transit router nothing is
+//! allocated, existing entries of live networks are kept and the platform tunnel IDs 1..9 are
+//! reserved; in both topologies entries of networks that are not primary Layer2 networks are
+//! removed (upstream `CleanupStaleNetworks`, `Cleanup`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,31 +31,33 @@ use super::{IpamState, Pools};
 /// The Layer2 topology of primary Layer2 networks (upstream `config.Layer2UsesTransitRouter`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Layer2Topology {
-    /// Transit router per network (fresh clusters): no per-node tunnel IDs.
+    /// Transit router per network (every zone runs it): no per-node tunnel IDs. The default
+    /// of a state built without nodes (unit tests); the controller decides with
+    /// [`Layer2Topology::of_nodes`].
     #[default]
     TransitRouter,
-    /// Gateway router peer ports keyed by per-node tunnel IDs.
+    /// Gateway router peer ports keyed by per-node tunnel IDs (what udn's zones render).
     Legacy,
 }
 
 impl Layer2Topology {
-    /// The topology the nodes' annotations imply (upstream `setTopologyType`).
+    /// The topology the nodes' annotations ask for: the transit router when there are nodes
+    /// and every one's zone says it runs it, else the legacy topology.
     pub(crate) fn of_nodes<'a>(
         nodes: impl IntoIterator<Item = Option<&'a BTreeMap<String, String>>>,
     ) -> Self {
-        let legacy = nodes.into_iter().flatten().any(|annotations| {
+        let mut any = false;
+        let all_transit_router = nodes.into_iter().all(|annotations| {
+            any = true;
             annotations
-                .get(ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
-                .is_some_and(|ids| !ids.is_empty())
-                && annotations
-                    .get(ANNOTATION_LAYER2_TOPOLOGY_VERSION)
-                    .map(String::as_str)
-                    != Some(LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION)
+                .and_then(|a| a.get(ANNOTATION_LAYER2_TOPOLOGY_VERSION))
+                .map(String::as_str)
+                == Some(LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION)
         });
-        if legacy {
-            Self::Legacy
-        } else {
+        if any && all_transit_router {
             Self::TransitRouter
+        } else {
+            Self::Legacy
         }
     }
 }

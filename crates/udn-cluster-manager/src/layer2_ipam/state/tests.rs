@@ -446,15 +446,15 @@ mod node_tunnels {
     }
 
     #[test]
-    fn topology_follows_upstreams_rule() {
+    fn topology_is_legacy_unless_every_zone_runs_the_transit_router() {
         let legacy = annotations(&[(KEY, r#"{"a":"5"}"#)]);
         let migrated = annotations(&[
             (KEY, r#"{"a":"5"}"#),
             ("k8s.ovn.org/layer2-topology-version", "2.0"),
         ]);
-        let empty = annotations(&[(KEY, "")]);
+        let fresh = annotations(&[]);
         assert_eq!(
-            Layer2Topology::of_nodes([None, Some(&empty), Some(&migrated)]),
+            Layer2Topology::of_nodes([Some(&migrated), Some(&migrated)]),
             Layer2Topology::TransitRouter
         );
         assert_eq!(
@@ -462,8 +462,12 @@ mod node_tunnels {
             Layer2Topology::Legacy
         );
         assert_eq!(
+            Layer2Topology::of_nodes([None, Some(&fresh)]),
+            Layer2Topology::Legacy
+        );
+        assert_eq!(
             Layer2Topology::of_nodes(std::iter::empty()),
-            Layer2Topology::TransitRouter
+            Layer2Topology::Legacy
         );
     }
 
