@@ -21,10 +21,7 @@ use udn_api::annotations::{
     parse_node_layer2_tunnel_ids,
 };
 use udn_api::crd::NetworkTopology;
-use udn_api::names::{
-    ANNOTATION_LAYER2_TOPOLOGY_VERSION, ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS,
-    LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION,
-};
+use udn_api::names::{ANNOTATION_LAYER2_TOPOLOGY_VERSION, LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION};
 
 use super::{IpamState, Pools};
 
