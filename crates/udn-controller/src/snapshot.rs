@@ -23,6 +23,8 @@ pub struct PodEntry {
     pub local: bool,
     /// Its attachments, or why they cannot be known now.
     pub wanted: Result<Vec<Wanted>, PodProblem>,
+    /// Requested attachments left out, and why.
+    pub problems: Vec<PodProblem>,
 }
 
 /// Everything one pass reads.
@@ -79,13 +81,18 @@ pub fn snapshot<'a>(
             continue;
         }
         let is_local = view.node.as_deref().is_some_and(|n| local.contains(n));
-        let wanted = wanted_attachments(&view, &networks, &labelled, config.segmentation);
+        let (wanted, problems) =
+            match wanted_attachments(&view, &networks, &labelled, config.segmentation) {
+                Ok((wanted, problems)) => (Ok(wanted), problems),
+                Err(problem) => (Err(problem), Vec::new()),
+            };
         pod_map.insert(
             view.key(),
             PodEntry {
                 view,
                 local: is_local,
                 wanted,
+                problems,
             },
         );
     }

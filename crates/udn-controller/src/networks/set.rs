@@ -10,6 +10,9 @@ use super::identity::NetworkIdentity;
 use super::nad::{NadNetwork, parse_nad};
 use crate::model::{DEFAULT_NETWORK, Network, ZoneConfig};
 
+/// Event reason of a NAD that defines no network (upstream's network manager: `InvalidConfig`).
+const INVALID_CONFIG: &str = "InvalidConfig";
+
 /// The networks the zone renders, and how NADs and namespaces map onto them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetworkSet {
@@ -69,8 +72,9 @@ pub fn network_set<'a>(
             Ok(None) => {}
             Err(error) => set.problems.push(NadProblem {
                 nad: error_nad(&error).to_owned(),
-                reason: "InvalidNetworkConfiguration",
-                message: error.to_string(),
+                reason: INVALID_CONFIG,
+                // Upstream's network manager: `Failed to parse network config: <error>`.
+                message: format!("Failed to parse network config: {error}"),
             }),
         }
     }
@@ -80,7 +84,7 @@ pub fn network_set<'a>(
         if entry.info.primary && !config.segmentation {
             set.problems.push(NadProblem {
                 nad: entry.key.clone(),
-                reason: "InvalidNetworkConfiguration",
+                reason: INVALID_CONFIG,
                 message: format!(
                     "NetworkAttachmentDefinition {}: network {} has role primary, which needs --enable-network-segmentation",
                     entry.key, entry.info.name
@@ -126,7 +130,7 @@ fn add_network(set: &mut NetworkSet, name: String, entries: Vec<NadNetwork>) {
         if NetworkIdentity::of(&entry.info) != identity {
             set.problems.push(NadProblem {
                 nad: entry.key.clone(),
-                reason: "InvalidNetworkConfiguration",
+                reason: INVALID_CONFIG,
                 message: format!(
                     "NetworkAttachmentDefinition {}: network {name} is already defined by NetworkAttachmentDefinition {} with a different configuration",
                     entry.key,
@@ -154,7 +158,7 @@ fn add_network(set: &mut NetworkSet, name: String, entries: Vec<NadNetwork>) {
             match set.primary_nads.get(&namespace) {
                 Some(existing) if *existing != member.key => set.problems.push(NadProblem {
                     nad: member.key.clone(),
-                    reason: "InvalidNetworkConfiguration",
+                    reason: INVALID_CONFIG,
                     message: format!(
                         "NetworkAttachmentDefinition {}: namespace {namespace} already has primary network NetworkAttachmentDefinition {existing}",
                         member.key

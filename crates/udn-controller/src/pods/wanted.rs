@@ -76,14 +76,19 @@ impl PodProblem {
 }
 
 /// The attachments `pod` asks for, the default network first, then the primary UDN, then
-/// secondaries in annotation order. `labelled` is the set of namespaces carrying the
+/// secondaries in annotation order, and the problems of secondary requests that were left
+/// out (an unparsable `k8s.v1.cni.cncf.io/networks`, a missing NAD, a primary network
+/// requested as a secondary): as upstream, where each network's controller handles its own
+/// attachments, those do not hold back the default network or the primary UDN. A namespace
+/// labelled for a primary UDN that does not exist does (upstream's default network
+/// controller fails the pod): the error. `labelled` is the set of namespaces carrying the
 /// primary-UDN label; `segmentation` whether primary UDNs are on.
 pub fn wanted_attachments(
     pod: &PodView,
     set: &NetworkSet,
     labelled: &BTreeSet<String>,
     segmentation: bool,
-) -> Result<Vec<Wanted>, PodProblem> {
+) -> Result<(Vec<Wanted>, Vec<PodProblem>), PodProblem> {
     let mut out = Vec::new();
     let namespace = pod.namespace.as_str();
     let primary = if segmentation && labelled.contains(namespace) {
@@ -116,26 +121,33 @@ pub fn wanted_attachments(
             element: None,
         });
     }
+    let mut problems = Vec::new();
     let Some(value) = pod.networks.as_deref() else {
-        return Ok(out);
+        return Ok((out, problems));
     };
-    let elements =
-        parse_network_selection_for_pod(value, namespace).map_err(PodProblem::Selection)?;
+    let elements = match parse_network_selection_for_pod(value, namespace) {
+        Ok(elements) => elements,
+        Err(error) => {
+            problems.push(PodProblem::Selection(error));
+            return Ok((out, problems));
+        }
+    };
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for element in elements {
         let nad_key = element.nad_key(namespace);
         let Some(network) = set.network_of_nad(&nad_key) else {
-            if set.nad_networks.contains_key(&nad_key) {
-                // Known, not renderable yet (no network ID): skip until it is.
-                continue;
+            if !set.nad_networks.contains_key(&nad_key) {
+                problems.push(PodProblem::MissingNad { nad: nad_key });
             }
-            return Err(PodProblem::MissingNad { nad: nad_key });
+            // Known but not renderable yet (no network ID): skipped until it is.
+            continue;
         };
         if network.is_primary() {
-            return Err(PodProblem::PrimaryRequested {
+            problems.push(PodProblem::PrimaryRequested {
                 network: network.name.clone(),
                 nad: nad_key,
             });
+            continue;
         }
         let count = seen.entry(nad_key.clone()).or_insert(0);
         let key = if *count == 0 {
@@ -151,5 +163,5 @@ pub fn wanted_attachments(
             element: Some(element),
         });
     }
-    Ok(out)
+    Ok((out, problems))
 }

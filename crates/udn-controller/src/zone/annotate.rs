@@ -117,12 +117,20 @@ pub(crate) fn allocate(
     let mut writes = Vec::new();
     let mut warnings = Vec::new();
     for (key, entry) in snapshot.pods.iter().filter(|(_, e)| e.local) {
-        if let Err(problem) = &entry.wanted {
+        for problem in entry
+            .wanted
+            .as_ref()
+            .err()
+            .into_iter()
+            .chain(&entry.problems)
+        {
             warnings.push(Warning {
                 subject: Subject::pod(key),
                 reason: problem.reason(),
                 message: problem.to_string(),
             });
+        }
+        if entry.wanted.is_err() {
             continue;
         }
         match pod_writes(ipam, snapshot, config, &nodes, key, entry) {

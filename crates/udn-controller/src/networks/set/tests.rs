@@ -94,10 +94,7 @@ fn disagreeing_and_invalid_nads_are_problems_not_networks() {
         .collect();
     assert_eq!(
         reasons,
-        [
-            ("c/bad", "InvalidNetworkConfiguration"),
-            ("b/net", "InvalidNetworkConfiguration")
-        ]
+        [("c/bad", "InvalidConfig"), ("b/net", "InvalidConfig")]
     );
     assert!(
         set.problems[0]
