@@ -14,7 +14,7 @@ mod pass;
 mod shared;
 mod teardown;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use kube::runtime::events::Reporter;
@@ -82,6 +82,9 @@ pub struct Zone {
     ipam: ZoneIpam,
     restored: bool,
     swept: bool,
+    /// Controllers whose teardown did not complete: retried every pass until it does (their
+    /// networks are not built meanwhile).
+    teardown_failed: BTreeSet<String>,
     events: Events,
     metrics: Metrics,
     policy: ApplyPolicy,
@@ -141,6 +144,7 @@ impl Zone {
                 ipam: ZoneIpam::default(),
                 restored: false,
                 swept: false,
+                teardown_failed: BTreeSet::new(),
                 events,
                 metrics,
                 policy: ApplyPolicy::default(),

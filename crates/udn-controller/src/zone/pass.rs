@@ -154,8 +154,9 @@ impl Zone {
         report
     }
 
-    /// Tears down networks that are gone or changed incompatibly, and (once, at start)
-    /// controllers of networks that no longer exist.
+    /// Tears down networks that are gone or changed incompatibly, (once, at start)
+    /// controllers of networks that no longer exist, and again those whose teardown failed
+    /// (the network is no longer in `running`, so nothing else would retry it).
     async fn teardown_stale(&mut self, snap: &Snapshot, report: &mut PassReport) {
         let mut stale: BTreeSet<String> = BTreeSet::new();
         for (name, running) in &self.running {
@@ -181,6 +182,7 @@ impl Zone {
             controllers.extend(found.into_iter().filter(|c| !live.contains(c)));
             self.swept = true;
         }
+        controllers.extend(std::mem::take(&mut self.teardown_failed));
         controllers.sort();
         controllers.dedup();
         for controller in controllers {
@@ -194,10 +196,12 @@ impl Zone {
                         warn!(controller = %controller, error = %failure, "network teardown failed");
                     }
                     report.failures += 1;
+                    self.teardown_failed.insert(controller);
                 }
                 Err(error) => {
                     warn!(controller = %controller, error = %error, "network teardown failed");
                     report.failures += 1;
+                    self.teardown_failed.insert(controller);
                 }
             }
         }
@@ -242,6 +246,10 @@ impl Zone {
         // (its owner) was reconciled.
         let (mut copp, groups) = shared::shared_rows(&self.nb.replica());
         for net in order {
+            if self.teardown_failed.contains(&net.controller_name()) {
+                // Built again once the old rows are gone.
+                continue;
+            }
             let mut zone = ZoneInputs::new(&self.config.zone, &snap.nodes);
             zone.copp = copp;
             // Only this network's groups: a copy of every group per network would cost
