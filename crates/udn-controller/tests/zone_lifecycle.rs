@@ -480,10 +480,12 @@ async fn a_deleted_node_leaves_its_own_zone_and_every_other_zone() {
         pod_networks(&client, ns, pod, &["default"], WAIT).await;
     }
     zones.converged().await;
-    let by_owner = |dump: &Dump, owner_type: &str, owner: &str| {
+    // Node units are named `<network>/<node>`.
+    let by_owner = |dump: &Dump, owner_type: &str, node: &str| {
         count(&filter(dump, |_, row| {
             external_id(row, OWNER_TYPE_KEY) == Some(owner_type)
-                && external_id(row, OWNER_KEY) == Some(owner)
+                && external_id(row, OWNER_KEY)
+                    .is_some_and(|owner| owner.ends_with(&format!("/{node}")))
         }))
     };
     let own = nb_dump(&zones.zone("node2").nb).await;

@@ -152,6 +152,15 @@ pub(crate) struct Build {
     pub(crate) static_mac_bindings: Vec<StaticMacBinding>,
 }
 
+/// The unit name of a network's node unit (`Node`, `RemoteNode`): `<network>/<node>`. Unit
+/// names are the `k8s.ovn.org/owner` stamp, which the replica indexes and versions across
+/// every controller: a bare node name would be shared by every network's unit of that node,
+/// so each lookup would read every network's rows and a write to one network's node unit
+/// would make every other network's unit of that node look changed.
+pub(crate) fn node_unit_name(network: &str, node: &str) -> String {
+    format!("{network}/{node}")
+}
+
 impl Build {
     /// Adds a unit when it has rows.
     pub(crate) fn unit(&mut self, owner_type: &str, name: &str, rows: Rows) {

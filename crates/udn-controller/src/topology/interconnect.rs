@@ -11,7 +11,7 @@ use udn_ovsdb::nb::{logical_router_port, logical_switch_port};
 use super::addressing::family_of;
 use super::columns::{NETWORK_KEY, string_map, string_set};
 use super::context::NetCtx;
-use super::desired::{Build, REMOTE_NODE_UNIT, Rows};
+use super::desired::{Build, REMOTE_NODE_UNIT, Rows, node_unit_name};
 use super::problem::{Missing, Part, Problem};
 use super::routing::{Route, cidr};
 use crate::model::Node;
@@ -71,7 +71,11 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
 pub(crate) fn remote_nodes(ctx: &NetCtx<'_>, build: &mut Build) {
     for node in ctx.nodes(false) {
         match remote_node(ctx, node, build) {
-            Ok(rows) => build.unit(REMOTE_NODE_UNIT, &node.name, rows),
+            Ok(rows) => build.unit(
+                REMOTE_NODE_UNIT,
+                &node_unit_name(&ctx.net.name, &node.name),
+                rows,
+            ),
             Err(missing) => build.problems.push(Problem::Node {
                 node: node.name.clone(),
                 part: Part::RemoteNode,

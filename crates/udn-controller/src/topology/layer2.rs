@@ -17,7 +17,7 @@ use super::addressing::{HostSubnet, match_prefix};
 use super::cluster::{cluster_port_groups, transit_other_config};
 use super::columns::{NETWORK_KEY, NODE_KEY, TOPOLOGY_KEY, string_map};
 use super::context::NetCtx;
-use super::desired::{Build, CLUSTER_UNIT, NODE_UNIT, REMOTE_NODE_UNIT, Rows};
+use super::desired::{Build, CLUSTER_UNIT, NODE_UNIT, REMOTE_NODE_UNIT, Rows, node_unit_name};
 use super::gateway::{self, GatewayExtras, first_net_of};
 use super::interconnect::remote_port_address;
 use super::names::{CLUSTER_LB_GROUP, CLUSTER_SWITCH_LB_GROUP};
@@ -49,7 +49,11 @@ pub(crate) fn build(ctx: &NetCtx<'_>, pods: &[PodAttachment], build: &mut Build)
         }
         for node in ctx.nodes(false) {
             match remote_gateway_port(ctx, node, build) {
-                Ok(rows) => build.unit(REMOTE_NODE_UNIT, &node.name, rows),
+                Ok(rows) => build.unit(
+                    REMOTE_NODE_UNIT,
+                    &node_unit_name(&ctx.net.name, &node.name),
+                    rows,
+                ),
                 Err(missing) => build.problems.push(Problem::Node {
                     node: node.name.clone(),
                     part: Part::RemoteNode,
@@ -106,7 +110,7 @@ fn local_node(ctx: &NetCtx<'_>, node: &Node, subnets: &[HostSubnet], build: &mut
             build.problems.push(gateway::gateway_problem(node, missing));
         }
     }
-    build.unit(NODE_UNIT, &node.name, rows);
+    build.unit(NODE_UNIT, &node_unit_name(&ctx.net.name, &node.name), rows);
 }
 
 /// What the legacy Layer2 gateway router holds besides the common gateway rows: the

@@ -15,7 +15,7 @@ use super::addressing::{HostSubnet, match_prefix};
 use super::columns::{string_map, string_set};
 use super::context::NetCtx;
 use super::dbids::{ACL_NETPOL_NODE, DbIds};
-use super::desired::{Build, NODE_UNIT, Rows};
+use super::desired::{Build, NODE_UNIT, Rows, node_unit_name};
 use super::names::{CLUSTER_LB_GROUP, CLUSTER_SWITCH_LB_GROUP};
 use super::problem::{Missing, Part, Problem};
 use super::routing::{Route, Snat, cidr};
@@ -105,7 +105,7 @@ pub(crate) fn build_node(ctx: &NetCtx<'_>, name: &str, subnets: &[HostSubnet], b
         gateway::build_layer3(ctx, node, subnets, &mut rows, build);
     }
     interconnect::local_node(ctx, node, &mut rows, build);
-    build.unit(NODE_UNIT, name, rows);
+    build.unit(NODE_UNIT, &node_unit_name(&ctx.net.name, name), rows);
 }
 
 fn switch_to_router_port(ctx: &NetCtx<'_>, node: &str, rows: &mut Rows) -> RowRef {

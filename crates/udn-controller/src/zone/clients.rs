@@ -1,7 +1,7 @@
 //! The zone's two OVSDB connections: what the replicas hold and index.
 
 use udn_ovsdb::client::{Client, ClientConfig, ClientError, Endpoint};
-use udn_ovsdb::engine::{INDEXED_KEYS, OWNER_CONTROLLER_KEY};
+use udn_ovsdb::engine::INDEXED_KEYS;
 use udn_ovsdb::schema::Requirements;
 
 /// Northbound tables the controller writes or reads (all columns).
@@ -54,11 +54,7 @@ pub async fn connect_nb(endpoint: Endpoint) -> Result<Client, ClientError> {
     let mut config = ClientConfig::new(endpoint, udn_ovsdb::nb::DATABASE);
     config.required = monitor.clone();
     config.monitor = monitor;
-    config.indexed_keys = INDEXED_KEYS
-        .iter()
-        .chain(std::iter::once(&OWNER_CONTROLLER_KEY))
-        .map(|k| (*k).to_owned())
-        .collect();
+    config.indexed_keys = INDEXED_KEYS.iter().map(|k| (*k).to_owned()).collect();
     Client::connect(config).await
 }
 

@@ -78,6 +78,10 @@ pub struct Zone {
     nb: Client,
     sb: Client,
     engines: BTreeMap<String, Engine>,
+    /// Per network controller, the units its last pass rendered (see `pass.rs`).
+    unit_keys: BTreeMap<String, std::collections::BTreeSet<udn_ovsdb::engine::UnitKey>>,
+    /// The next pass plans every network with its whole scope.
+    sweep: bool,
     running: BTreeMap<String, Running>,
     ipam: ZoneIpam,
     restored: bool,
@@ -140,6 +144,8 @@ impl Zone {
                 nb,
                 sb,
                 engines: BTreeMap::new(),
+                unit_keys: BTreeMap::new(),
+                sweep: true,
                 running: BTreeMap::new(),
                 ipam: ZoneIpam::default(),
                 restored: false,
@@ -191,7 +197,10 @@ impl Zone {
                     tokio::time::sleep(DEBOUNCE).await;
                     while changes.try_recv().is_ok() {}
                 }
-                () = tokio::time::sleep(next) => {}
+                () = tokio::time::sleep(next) => {
+                    // A resync (not a retry) sweeps: see `pass.rs`.
+                    self.sweep |= next == RESYNC;
+                }
             }
             let report = self.pass().await;
             next = if report.needs_retry() { RETRY } else { RESYNC };

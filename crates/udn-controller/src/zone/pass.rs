@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use tracing::{debug, info, warn};
-use udn_ovsdb::engine::UnitOutcome;
+use udn_ovsdb::engine::{DesiredUnit, Scope, UnitKey, UnitOutcome};
 
 use super::teardown::controllers_in;
 use super::{Running, Zone, annotate, shared};
@@ -133,6 +133,7 @@ impl Zone {
             .await;
         self.reconcile_sb(&snap, &mut warnings, &mut report).await;
         self.events.report(warnings).await;
+        self.sweep = false;
 
         let result = if report.failures == 0 { "ok" } else { "error" };
         self.metrics
@@ -345,11 +346,46 @@ impl Zone {
             .entry(desired.controller.clone())
             .or_insert_with(|| network_engine(&desired.controller))
             .clone();
+        // Units gone since the last pass are known from that pass: they are deleted as empty
+        // units, and the plan looks at nothing else. A sweep (the first pass of an engine,
+        // then every resync) plans with the whole scope, which also finds units of ours the
+        // zone did not render (left by an earlier run, or written back by someone).
+        let keys: BTreeSet<UnitKey> = desired.units.iter().map(|u| u.key.clone()).collect();
+        let previous = self.unit_keys.get(&desired.controller);
+        let (units, scope) = match previous {
+            Some(previous) if !self.sweep => {
+                let mut units = desired.units;
+                units.extend(previous.difference(&keys).cloned().map(DesiredUnit::new));
+                (units, Scope::Units)
+            }
+            _ => (desired.units, network_scope()),
+        };
         let started = Instant::now();
-        match engine
-            .reconcile(&self.nb, desired.units, &network_scope(), &self.policy)
-            .await
-        {
+        let result = engine
+            .reconcile(&self.nb, units, &scope, &self.policy)
+            .await;
+        let ok = self.record_network(net, result, report, started);
+        let tracked = if ok {
+            keys
+        } else {
+            // Keep tracking what may still be there.
+            let mut tracked = previous.cloned().unwrap_or_default();
+            tracked.extend(keys);
+            tracked
+        };
+        self.unit_keys.insert(desired.controller, tracked);
+        ok
+    }
+
+    /// Logs and counts a network's reconcile; whether everything landed.
+    fn record_network(
+        &self,
+        net: &Network,
+        result: Result<udn_ovsdb::engine::ApplyReport, udn_ovsdb::engine::PlanError>,
+        report: &mut PassReport,
+        started: Instant,
+    ) -> bool {
+        match result {
             Ok(applied) => {
                 if applied.ops > 0 {
                     self.metrics

@@ -38,6 +38,7 @@ impl Zone {
             .remove(controller)
             .unwrap_or_else(|| network_engine(controller));
         engine.forget_converged();
+        self.unit_keys.remove(controller);
         engine
             .reconcile(&self.nb, Vec::new(), &network_scope(), &self.policy)
             .await

@@ -23,7 +23,8 @@ const CLUSTER: Owner<'static> = Owner {
 const NODE: Owner<'static> = Owner {
     controller: CONTROLLER,
     owner_type: "Node",
-    name: "node1",
+    // Node units are `<network>/<node>`.
+    name: "default/node1",
 };
 
 fn owned_names(server: &OvsdbServer, table: &str) -> BTreeSet<String> {

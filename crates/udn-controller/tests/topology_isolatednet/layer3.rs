@@ -32,7 +32,8 @@ const CLUSTER: Owner<'static> = Owner {
 pub(crate) const NODE: Owner<'static> = Owner {
     controller: CONTROLLER,
     owner_type: "Node",
-    name: "node1",
+    // Node units are `<network>/<node>`.
+    name: "isolatednet/node1",
 };
 
 /// Item 2: the cluster router.

@@ -37,6 +37,10 @@ impl OwnedRowsView for Replica {
     fn values(&self, table: &str, key: &str) -> Option<Vec<&str>> {
         Some(self.indexed_values(table, key)?.collect())
     }
+
+    fn controller_rows(&self, table: &str, controller: &str) -> Option<Vec<Uuid>> {
+        self.find_indexed(table, super::OWNER_CONTROLLER_KEY, controller)
+    }
 }
 
 impl Transactor for Client {

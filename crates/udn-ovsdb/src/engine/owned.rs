@@ -207,10 +207,11 @@ impl<'e> Ours<'e> {
 
 /// The units of `owner_types` in the database that are not desired, with their rows, in
 /// unit key order; and the (type, name) present that own none of our rows. Candidates are
-/// the distinct owner names the view lists (no row read), else the owners of the rows
-/// stamped with the types (or their row owner types); a (type, name) known to own none of
-/// ours at the name's current version is not read again, and every candidate name's rows are
-/// read once for all the types it is read for.
+/// the owners of this controller's rows when the view indexes the controller stamp (cost: our
+/// rows, whatever else the database holds), else the distinct owner names the view lists (no
+/// row read), else the owners of the rows stamped with the types (or their row owner types);
+/// a (type, name) known to own none of ours at the name's current version is not read again,
+/// and every candidate name's rows are read once for all the types it is read for.
 fn gone_units<'v, V: OwnedRowsView>(
     view: &'v V,
     (ours, converged): (Ours<'_>, &Converged),
@@ -226,6 +227,23 @@ fn gone_units<'v, V: OwnedRowsView>(
     let gone_somewhere = |name: &str| owner_types.iter().any(|t| !desired.contains(&(*t, name)));
     let mut names: BTreeSet<&'v str> = BTreeSet::new();
     for table in tables {
+        // Best: this controller's own rows (an index on the controller stamp), so the cost is
+        // that of our rows, not of every owner in the database.
+        if let Some(rows) = view.controller_rows(table, ours.controller) {
+            for uuid in rows {
+                let Some((unit_type, stamps)) =
+                    view.row(table, &uuid).and_then(|row| ours.unit_of(row))
+                else {
+                    continue;
+                };
+                if let Some(owner) = stamps.owner.filter(|owner| {
+                    owner_types.contains(&unit_type) && !desired.contains(&(unit_type, *owner))
+                }) {
+                    names.insert(owner);
+                }
+            }
+            continue;
+        }
         if let Some(values) = view.values(table, OWNER_KEY) {
             names.extend(values.into_iter().filter(|name| gone_somewhere(name)));
             continue;

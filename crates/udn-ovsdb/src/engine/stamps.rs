@@ -13,8 +13,9 @@ pub const OWNER_KEY: &str = "k8s.ovn.org/owner";
 pub const ID_KEY: &str = "k8s.ovn.org/id";
 
 /// The `external_ids` keys the engine looks rows up by; a replica serving the engine should
-/// index them.
-pub const INDEXED_KEYS: [&str; 3] = [OWNER_TYPE_KEY, OWNER_KEY, ID_KEY];
+/// index them (the controller key lets a plan find its units no longer desired among its
+/// own rows).
+pub const INDEXED_KEYS: [&str; 4] = [OWNER_CONTROLLER_KEY, OWNER_TYPE_KEY, OWNER_KEY, ID_KEY];
 
 /// The column holding the stamps.
 pub(crate) const EXTERNAL_IDS: &str = "external_ids";

@@ -38,4 +38,12 @@ pub trait OwnedRowsView: Sync {
         let _ = (table, key);
         None
     }
+    /// The rows of `table` whose `external_ids` map [`super::OWNER_CONTROLLER_KEY`] to
+    /// `controller`, when the view indexes that key (the engine then finds the units no
+    /// longer desired among this controller's own rows, in time proportional to them rather
+    /// than to every owner in the database); `None` (the default): it does not.
+    fn controller_rows(&self, table: &str, controller: &str) -> Option<Vec<Uuid>> {
+        let _ = (table, controller);
+        None
+    }
 }

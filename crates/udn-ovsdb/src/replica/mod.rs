@@ -283,6 +283,12 @@ impl Replica {
 
     /// The rows of `table` whose `external_ids` has `key` = `value`, sorted. Indexed keys are
     /// looked up; other keys scan the table.
+    /// The rows of `table` whose `external_ids` map `key` to `value`, when `key` is indexed;
+    /// `None` when it is not (no scan).
+    pub fn find_indexed(&self, table: &str, key: &str, value: &str) -> Option<Vec<Uuid>> {
+        self.external_ids.get(table, key, value)
+    }
+
     pub fn find(&self, table: &str, key: &str, value: &str) -> Vec<Uuid> {
         if let Some(found) = self.external_ids.get(table, key, value) {
             return found;

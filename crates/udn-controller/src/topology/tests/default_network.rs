@@ -22,7 +22,11 @@ fn default_network_names_have_no_prefix_and_no_markers() {
     assert_eq!(d.controller, "default-network-controller");
     assert_eq!(
         keys(&d),
-        ["Node/node1", "Cluster/default", "UDNIsolation/default"]
+        [
+            "Node/default/node1",
+            "Cluster/default",
+            "UDNIsolation/default"
+        ]
     );
     let cr = row(&d, "Logical_Router", "ovn_cluster_router");
     assert_eq!(

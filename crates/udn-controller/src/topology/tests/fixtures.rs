@@ -207,7 +207,11 @@ pub(super) fn unit<'a>(
     desired
         .units
         .iter()
-        .find(|u| u.key.owner_type == owner_type && u.key.name == name)
+        // Node units are named `<network>/<node>`: a node's name finds them too.
+        .find(|u| {
+            u.key.owner_type == owner_type
+                && (u.key.name == name || u.key.name.ends_with(&format!("/{name}")))
+        })
         .unwrap_or_else(|| panic!("no unit {owner_type}/{name} in {:?}", keys(desired)))
 }
 

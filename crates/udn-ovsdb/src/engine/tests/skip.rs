@@ -342,6 +342,10 @@ impl OwnedRowsView for Counting<'_> {
     fn values(&self, table: &str, key: &str) -> Option<Vec<&str>> {
         Some(self.replica.indexed_values(table, key)?.collect())
     }
+    fn controller_rows(&self, table: &str, controller: &str) -> Option<Vec<Uuid>> {
+        self.replica
+            .find_indexed(table, crate::engine::OWNER_CONTROLLER_KEY, controller)
+    }
 }
 
 /// A plan of `units` against the replica, and the owner names whose rows it looked up.
