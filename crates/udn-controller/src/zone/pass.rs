@@ -352,28 +352,31 @@ impl Zone {
         // zone did not render (left by an earlier run, or written back by someone).
         let keys: BTreeSet<UnitKey> = desired.units.iter().map(|u| u.key.clone()).collect();
         let previous = self.unit_keys.get(&desired.controller);
-        let (units, scope) = match previous {
+        let (units, scope, sweeping) = match previous {
             Some(previous) if !self.sweep => {
                 let mut units = desired.units;
                 units.extend(previous.difference(&keys).cloned().map(DesiredUnit::new));
-                (units, Scope::Units)
+                (units, Scope::Units, false)
             }
-            _ => (desired.units, network_scope()),
+            _ => (desired.units, network_scope(), true),
         };
         let started = Instant::now();
         let result = engine
             .reconcile(&self.nb, units, &scope, &self.policy)
             .await;
         let ok = self.record_network(net, result, report, started);
-        let tracked = if ok {
-            keys
+        if ok {
+            self.unit_keys.insert(desired.controller, keys);
+        } else if sweeping {
+            // The gone units this sweep found (and maybe did not delete) are not known here:
+            // the next pass sweeps again.
+            self.unit_keys.remove(&desired.controller);
         } else {
             // Keep tracking what may still be there.
             let mut tracked = previous.cloned().unwrap_or_default();
             tracked.extend(keys);
-            tracked
-        };
-        self.unit_keys.insert(desired.controller, tracked);
+            self.unit_keys.insert(desired.controller, tracked);
+        }
         ok
     }
 
