@@ -56,6 +56,23 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 100)]
         nodes: usize,
     },
+    /// The NB controller (release binary) against udn-kube-sim and a real OVN zone: time to
+    /// NB converged, sb_cfg and hv_cfg; per-network SB logical flows, OpenFlow flows and
+    /// daemon RSS; NB time vs the same rows written raw; operations of a restarted controller.
+    Controller {
+        /// Primary Layer3 networks (one NAD each, in its own namespace).
+        #[arg(long, default_value_t = 100)]
+        networks: usize,
+        /// Nodes: node1 is the zone's, the others remote.
+        #[arg(long, default_value_t = 20)]
+        nodes: usize,
+        /// Pods on node1, round-robin over the networks (default: one per network).
+        #[arg(long)]
+        pods: Option<usize>,
+        /// The longest to wait for the zone to converge, seconds.
+        #[arg(long, default_value_t = 1800)]
+        timeout_s: u64,
+    },
     /// The Northbound reconcile engine: N Layer3 UDNs x M nodes written through the engine
     /// vs raw `transact` requests on a private ovsdb-server, re-apply, replica memory.
     Nb {
@@ -89,6 +106,25 @@ impl Cli {
             Command::Bench {
                 target: BenchTarget::ClusterManager { udns, nodes },
             } => bench::cluster_manager::run_and_record(&root, udns, nodes),
+            Command::Bench {
+                target:
+                    BenchTarget::Controller {
+                        networks,
+                        nodes,
+                        pods,
+                        timeout_s,
+                    },
+            } => {
+                let options = bench::controller::Options {
+                    shape: bench::controller_objects::Shape::new(
+                        networks,
+                        nodes,
+                        pods.unwrap_or(networks),
+                    )?,
+                    deadline: std::time::Duration::from_secs(timeout_s),
+                };
+                bench::controller::run_and_record(&root, &options)
+            }
             Command::Bench {
                 target:
                     BenchTarget::Nb {

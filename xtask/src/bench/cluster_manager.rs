@@ -4,20 +4,20 @@
 //! host-subnet annotation is in place is measured, with the manager's reconciles/s (from
 //! its /metrics) and peak RSS (from /proc).
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
 use udn_api::crd::UserDefinedNetwork;
 use udn_api::nad::NetworkAttachmentDefinition;
+
+use super::process::{ChildGuard, free_port, metric, peak_rss_mb, release_binary, scrape};
+use super::sim_server::{SimServer, install_crds};
 
 /// Figures of one run.
 #[derive(Debug)]
@@ -44,79 +44,9 @@ impl Figures {
     }
 }
 
-/// Kills the child when dropped, so a failed run leaves nothing behind.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn release_binary(root: &Path, package: &str, binary: &str) -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            package,
-            "--bin",
-            binary,
-        ])
-        .current_dir(root)
-        .status()
-        .with_context(|| format!("building {binary}"))?;
-    anyhow::ensure!(status.success(), "building {binary} failed");
-    Ok(root.join("target/release").join(binary))
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
-fn peak_rss_mb(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
-
 /// Sum of `udn_cluster_manager_reconciles_total` over all labels, from the metrics text.
 fn reconciles_total(metrics: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("udn_cluster_manager_reconciles_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-async fn scrape(port: u16) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .context("connecting to the manager's admin server")?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .await
-        .context("requesting /metrics")?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .await
-        .context("reading /metrics")?;
-    Ok(response)
-}
-
-async fn client_for(kubeconfig: &Path) -> anyhow::Result<Client> {
-    let kubeconfig = Kubeconfig::read_from(kubeconfig).context("reading the sim's kubeconfig")?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .context("loading the sim's kubeconfig")?;
-    Client::try_from(config).context("building a client")
+    metric(metrics, "udn_cluster_manager_reconciles_total", &[]).unwrap_or(0.0)
 }
 
 /// Run the benchmark.
@@ -125,31 +55,15 @@ pub fn run(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<Figures> {
     let cm_bin = release_binary(root, "udn-cluster-manager", "udn-cluster-manager")?;
     let dir = std::env::temp_dir().join(format!("udn-cm-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).context("creating the work directory")?;
-    let kubeconfig = dir.join("kubeconfig");
-    let mut sim = Command::new(&sim_bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting udn-kube-sim")?;
-    let stdout = sim.stdout.take().context("sim stdout")?;
-    let _sim = Guard(sim);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .context("reading the sim's address")?;
-    anyhow::ensure!(
-        line.starts_with("listening on "),
-        "unexpected sim output: {line}"
-    );
+    let sim = SimServer::start(&sim_bin, &dir)?;
+    let kubeconfig = sim.kubeconfig.clone();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
     runtime.block_on(async {
-        let client = client_for(&kubeconfig).await?;
+        let client = sim.client().await?;
         install_crds(&client).await?;
         let admin_port = free_port()?;
         let manager = Command::new(&cm_bin)
@@ -169,7 +83,7 @@ pub fn run(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<Figures> {
             .spawn()
             .context("starting udn-cluster-manager")?;
         let pid = manager.id();
-        let _manager = Guard(manager);
+        let _manager = ChildGuard(manager);
         let start = Instant::now();
         create_objects(&client, udns, nodes).await?;
         if std::env::var_os("UDN_BENCH_PROGRESS").is_some() {
@@ -186,17 +100,6 @@ pub fn run(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<Figures> {
             rss_mb: peak_rss_mb(pid).unwrap_or(0.0),
         })
     })
-}
-
-async fn install_crds(client: &Client) -> anyhow::Result<()> {
-    let api: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(client.clone());
-    for crd in udn_api::crd::manifests() {
-        api.create(&PostParams::default(), &crd)
-            .await
-            .context("creating a CRD")?;
-    }
-    Ok(())
 }
 
 async fn create_objects(client: &Client, udns: usize, nodes: usize) -> anyhow::Result<()> {

@@ -2,14 +2,24 @@
 //! `docs/benchmarks.md`. Figures come from these runs, never from timed tests.
 
 pub mod cluster_manager;
+pub mod controller;
+pub mod controller_diagnostics;
+pub mod controller_figures;
+pub mod controller_launch;
+pub mod controller_objects;
+pub mod controller_raw;
+pub mod controller_report;
+pub mod controller_zone;
 pub mod kube_sim;
 pub mod nb;
 pub mod nb_alloc;
 pub mod nb_raw;
 pub mod nb_report;
 pub mod nb_topology;
+pub mod process;
 mod report;
 mod rss;
+pub mod sim_server;
 
 pub use report::record;
 pub use rss::peak_rss_mb;

@@ -255,17 +255,29 @@ pub fn raw_variant(
     batching: Batching,
     monitored: bool,
 ) -> anyhow::Result<RawFigures> {
-    let server = OvsdbServer::start_nb().context("starting ovsdb-server")?;
     let transactions = nb_raw::encode(units, batching, CONTROLLER)?;
-    let cpu = cpu_seconds(server.pid());
-    let run = nb_raw::send(
-        server.socket(),
+    raw_transactions(
         &transactions,
+        rows,
+        batching,
         monitored.then_some(&TABLES[..]),
     )
-    .with_context(|| format!("raw {}", batching.label()))?;
+}
+
+/// Sends `transactions` (holding `rows` inserts, cut per `batching`) to a fresh private NB
+/// `ovsdb-server` and measures it; with `monitor` the connection first monitors every column
+/// of those tables, as a client keeping a replica does.
+pub fn raw_transactions(
+    transactions: &[nb_raw::RawTransaction],
+    rows: usize,
+    batching: Batching,
+    monitor: Option<&[&str]>,
+) -> anyhow::Result<RawFigures> {
+    let server = OvsdbServer::start_nb().context("starting ovsdb-server")?;
+    let cpu = cpu_seconds(server.pid());
+    let run = nb_raw::send(server.socket(), transactions, monitor)
+        .with_context(|| format!("raw {}", batching.label()))?;
     let server_cpu_s = cpu_seconds(server.pid()) - cpu;
-    drop(transactions);
     ensure!(
         run.rows == rows,
         "raw {}: {} rows inserted, {rows} expected",
@@ -274,7 +286,7 @@ pub fn raw_variant(
     );
     Ok(RawFigures {
         batching,
-        monitored,
+        monitored: monitor.is_some(),
         transactions: run.transactions,
         seconds: run.seconds,
         server_cpu_s,
@@ -303,7 +315,8 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
-fn load_average() -> f64 {
+/// The 1-minute load average.
+pub fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next()?.parse().ok())

@@ -47,7 +47,8 @@ impl Batching {
         }
     }
 
-    fn networks_per_transaction(&self, networks: usize) -> usize {
+    /// Networks per transaction when there are `networks` in all.
+    pub fn networks_per_transaction(&self, networks: usize) -> usize {
         match self {
             Self::Single => networks.max(1),
             Self::Networks(n) => (*n).max(1),
@@ -157,23 +158,43 @@ pub fn encode(
     controller: &str,
 ) -> anyhow::Result<Vec<RawTransaction>> {
     let per = batching.networks_per_transaction(units.len());
+    let chunks = units
+        .chunks(per)
+        .map(|chunk| {
+            let mut ops = Vec::new();
+            for (u, unit) in chunk.iter().enumerate() {
+                for op in insert_ops(unit, controller, &format!("u{u}r"))? {
+                    ops.push(op.to_json());
+                }
+            }
+            anyhow::Ok(ops)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    encode_json(chunks)
+}
+
+/// Encodes each chunk of operations (RFC 7047 operation objects) as one `transact` request
+/// on the NB database, ids from 1.
+pub fn encode_json(
+    chunks: impl IntoIterator<Item = Vec<Json>>,
+) -> anyhow::Result<Vec<RawTransaction>> {
     let mut transactions = Vec::new();
-    for (id, chunk) in (1u64..).zip(units.chunks(per)) {
+    for (id, chunk) in (1u64..).zip(chunks) {
         let mut request = format!(
             r#"{{"id":{id},"method":"transact","params":[{}"#,
             json!(nb::DATABASE)
         )
         .into_bytes();
-        let mut ops = 0;
-        for (u, unit) in chunk.iter().enumerate() {
-            for op in insert_ops(unit, controller, &format!("u{u}r"))? {
-                request.push(b',');
-                serde_json::to_writer(&mut request, &op.to_json()).context("encoding an insert")?;
-                ops += 1;
-            }
+        for op in &chunk {
+            request.push(b',');
+            serde_json::to_writer(&mut request, op).context("encoding an operation")?;
         }
         request.extend_from_slice(b"]}");
-        transactions.push(RawTransaction { id, ops, request });
+        transactions.push(RawTransaction {
+            id,
+            ops: chunk.len(),
+            request,
+        });
     }
     Ok(transactions)
 }
