@@ -17,6 +17,10 @@ use udn_test_support::TestCluster;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "profiling aid, minutes in debug builds"]
 async fn many_networks() {
+    // RUST_LOG=udn_controller=debug shows each pass's phases.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let networks: u32 = std::env::var("ZONE_SCALE_NETWORKS").map_or(100, |v| v.parse().unwrap());
     let nodes: u32 = std::env::var("ZONE_SCALE_NODES").map_or(20, |v| v.parse().unwrap());
     let nb = OvsdbServer::start_nb().unwrap();

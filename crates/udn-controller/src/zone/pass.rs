@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use futures::StreamExt;
 use tracing::{debug, info, warn};
 use udn_ovsdb::engine::{DesiredUnit, Scope, UnitKey, UnitOutcome};
 
@@ -18,6 +19,53 @@ use crate::topology::keyed::{KeyedDesired, plan_keyed};
 use crate::topology::{
     self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs, network_engine, network_scope,
 };
+
+/// Networks whose engines run at once.
+const NETWORKS_IN_FLIGHT: usize = 8;
+
+/// One network's engine pass to run.
+struct Job {
+    engine: udn_ovsdb::engine::Engine,
+    units: Vec<DesiredUnit>,
+    scope: Scope,
+    meta: JobMeta,
+}
+
+/// What is needed after the pass: which units to track.
+struct JobMeta {
+    controller: String,
+    keys: BTreeSet<UnitKey>,
+    previous: Option<BTreeSet<UnitKey>>,
+    sweeping: bool,
+}
+
+/// A job's outcome.
+struct Done<'n> {
+    net: &'n Network,
+    meta: JobMeta,
+    result: Result<udn_ovsdb::engine::ApplyReport, udn_ovsdb::engine::PlanError>,
+    started: Instant,
+}
+
+/// One network's engine pass.
+async fn run_job<'n>(
+    nb: &udn_ovsdb::client::Client,
+    policy: &udn_ovsdb::engine::ApplyPolicy,
+    net: &'n Network,
+    job: Job,
+) -> Done<'n> {
+    let started = Instant::now();
+    let result = job
+        .engine
+        .reconcile(nb, job.units, &job.scope, policy)
+        .await;
+    Done {
+        net,
+        meta: job.meta,
+        result,
+        started,
+    }
+}
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -77,6 +125,7 @@ impl Zone {
         let started = Instant::now();
         let mut report = PassReport::default();
         let snap = self.read();
+        let read_ms = started.elapsed().as_millis() as u64;
         let mut warnings: Vec<Warning> = Vec::new();
         for (node, error) in &snap.node_errors {
             warnings.push(Warning {
@@ -128,9 +177,11 @@ impl Zone {
             });
         }
 
+        let annotated_ms = started.elapsed().as_millis() as u64;
         self.teardown_stale(&snap, &mut report).await;
         self.reconcile_networks(&snap, &attachments, &mut warnings, &mut report)
             .await;
+        let nb_ms = started.elapsed().as_millis() as u64;
         self.reconcile_sb(&snap, &mut warnings, &mut report).await;
         self.events.report(warnings).await;
         self.sweep = false;
@@ -149,6 +200,9 @@ impl Zone {
             sb_ops = report.sb_ops,
             pods_annotated = report.pods_annotated,
             failures = report.failures,
+            read_ms,
+            annotated_ms,
+            nb_ms,
             millis = started.elapsed().as_millis() as u64,
             "pass done"
         );
@@ -246,6 +300,8 @@ impl Zone {
         // Read once: the groups exist now; the COPP is read again after the default network
         // (its owner) was reconciled.
         let (mut copp, groups) = shared::shared_rows(&self.nb.replica());
+        let mut jobs: Vec<(&Network, Job)> = Vec::new();
+        let mut render = std::time::Duration::ZERO;
         for net in order {
             if self.teardown_failed.contains(&net.controller_name()) {
                 // Built again once the old rows are gone.
@@ -264,7 +320,9 @@ impl Zone {
             zone.ephemeral_port_range
                 .clone_from(&self.config.ephemeral_port_range);
             let pods = attachments.get(&net.name).unwrap_or(&empty);
+            let render_started = Instant::now();
             let desired: NetworkDesired = topology::network_desired(net, &zone, pods);
+            render += render_started.elapsed();
             for problem in &desired.problems {
                 let message = format!("network {}: {problem}", net.name);
                 match problem_subject(net, problem) {
@@ -283,24 +341,24 @@ impl Zone {
                 static_mac_bindings: desired.static_mac_bindings.clone(),
                 problems: Vec::new(),
             });
-            let ok = self.reconcile_network(net, desired, report).await;
+            let job = self.prepare(desired);
             if net.is_default() {
+                // Alone and first: the other routers refer to the COPP it owns.
+                let done = self.run_jobs(vec![(net, job)]).await;
+                self.finish_jobs(done, report);
                 copp = shared::shared_rows(&self.nb.replica()).0;
-            }
-            let running = self.running.entry(net.name.clone()).or_insert(Running {
-                id: net.id,
-                identity: identity(net),
-                pending_since: Some(Instant::now()),
-            });
-            if ok && let Some(since) = running.pending_since.take() {
-                self.metrics
-                    .udn_nbdb_programmed
-                    .get_or_create(&TopologyLabels {
-                        topology: net.topology().as_str(),
-                    })
-                    .observe(since.elapsed().as_secs_f64());
+            } else {
+                jobs.push((net, job));
             }
         }
+        let engines_started = Instant::now();
+        let done = self.run_jobs(jobs).await;
+        self.finish_jobs(done, report);
+        debug!(
+            render_ms = render.as_millis() as u64,
+            engines_ms = engines_started.elapsed().as_millis() as u64,
+            "networks reconciled"
+        );
         report.networks = snap.networks.networks.len();
         self.metrics
             .networks
@@ -334,25 +392,20 @@ impl Zone {
         Ok(count)
     }
 
-    /// Reconciles one network's units; whether everything landed.
-    async fn reconcile_network(
-        &mut self,
-        net: &Network,
-        desired: NetworkDesired,
-        report: &mut PassReport,
-    ) -> bool {
+    /// A network's units ready for its engine, with the scope to plan them in. Units gone
+    /// since the last pass are known from that pass: they are deleted as empty units, and
+    /// the plan looks at nothing else. A sweep (the first pass of an engine, then every
+    /// resync) plans with the whole scope, which also finds units of ours the zone did not
+    /// render (left by an earlier run, or written back by someone).
+    fn prepare(&mut self, desired: NetworkDesired) -> Job {
         let engine = self
             .engines
             .entry(desired.controller.clone())
             .or_insert_with(|| network_engine(&desired.controller))
             .clone();
-        // Units gone since the last pass are known from that pass: they are deleted as empty
-        // units, and the plan looks at nothing else. A sweep (the first pass of an engine,
-        // then every resync) plans with the whole scope, which also finds units of ours the
-        // zone did not render (left by an earlier run, or written back by someone).
         let keys: BTreeSet<UnitKey> = desired.units.iter().map(|u| u.key.clone()).collect();
-        let previous = self.unit_keys.get(&desired.controller);
-        let (units, scope, sweeping) = match previous {
+        let previous = self.unit_keys.get(&desired.controller).cloned();
+        let (units, scope, sweeping) = match &previous {
             Some(previous) if !self.sweep => {
                 let mut units = desired.units;
                 units.extend(previous.difference(&keys).cloned().map(DesiredUnit::new));
@@ -360,24 +413,75 @@ impl Zone {
             }
             _ => (desired.units, network_scope(), true),
         };
-        let started = Instant::now();
-        let result = engine
-            .reconcile(&self.nb, units, &scope, &self.policy)
-            .await;
-        let ok = self.record_network(net, result, report, started);
-        if ok {
-            self.unit_keys.insert(desired.controller, keys);
-        } else if sweeping {
-            // The gone units this sweep found (and maybe did not delete) are not known here:
-            // the next pass sweeps again.
-            self.unit_keys.remove(&desired.controller);
-        } else {
-            // Keep tracking what may still be there.
-            let mut tracked = previous.cloned().unwrap_or_default();
-            tracked.extend(keys);
-            self.unit_keys.insert(desired.controller, tracked);
+        Job {
+            engine,
+            units,
+            scope,
+            meta: JobMeta {
+                controller: desired.controller,
+                keys,
+                previous,
+                sweeping,
+            },
         }
-        ok
+    }
+
+    /// Runs the engines of `jobs`, a few networks at a time (each waits for its
+    /// transactions; several in flight keep the server busy).
+    async fn run_jobs<'n>(&self, jobs: Vec<(&'n Network, Job)>) -> Vec<Done<'n>> {
+        let mut pending = jobs.into_iter();
+        let mut running = futures::stream::FuturesUnordered::new();
+        let mut done = Vec::new();
+        loop {
+            while running.len() < NETWORKS_IN_FLIGHT {
+                let Some((net, job)) = pending.next() else {
+                    break;
+                };
+                running.push(run_job(&self.nb, &self.policy, net, job));
+            }
+            match running.next().await {
+                Some(finished) => done.push(finished),
+                None => return done,
+            }
+        }
+    }
+
+    /// Records what the jobs did: unit tracking, metrics, failures.
+    fn finish_jobs(&mut self, done: Vec<Done<'_>>, report: &mut PassReport) {
+        for Done {
+            net,
+            meta,
+            result,
+            started,
+        } in done
+        {
+            let ok = self.record_network(net, result, report, started);
+            if ok {
+                self.unit_keys.insert(meta.controller, meta.keys);
+            } else if meta.sweeping {
+                // The gone units this sweep found (and maybe did not delete) are not known
+                // here: the next pass sweeps again.
+                self.unit_keys.remove(&meta.controller);
+            } else {
+                // Keep tracking what may still be there.
+                let mut tracked = meta.previous.unwrap_or_default();
+                tracked.extend(meta.keys);
+                self.unit_keys.insert(meta.controller, tracked);
+            }
+            let running = self.running.entry(net.name.clone()).or_insert(Running {
+                id: net.id,
+                identity: identity(net),
+                pending_since: Some(Instant::now()),
+            });
+            if ok && let Some(since) = running.pending_since.take() {
+                self.metrics
+                    .udn_nbdb_programmed
+                    .get_or_create(&TopologyLabels {
+                        topology: net.topology().as_str(),
+                    })
+                    .observe(since.elapsed().as_secs_f64());
+            }
+        }
     }
 
     /// Logs and counts a network's reconcile; whether everything landed.
