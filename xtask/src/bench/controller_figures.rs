@@ -205,6 +205,17 @@ impl Figures {
         self.timeline.nb_s / self.raw_s()
     }
 
+    /// The span of the controller's NB writes as the bench's monitor saw them (first change
+    /// to last), seconds.
+    pub fn write_window_s(&self) -> f64 {
+        self.timeline.nb_s - self.timeline.first_s
+    }
+
+    /// [`Figures::write_window_s`] over `raw_s`.
+    pub fn window_ratio(&self) -> f64 {
+        self.write_window_s() / self.raw_s()
+    }
+
     /// The controller's own NB write time (its metric) over `raw_s`.
     pub fn write_ratio(&self) -> f64 {
         self.controller.nb_write_s / self.raw_s()

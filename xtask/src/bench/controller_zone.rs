@@ -207,6 +207,8 @@ pub struct Cfg {
 /// When things happened, in seconds from the controller's start.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timeline {
+    /// The first change of the monitored NB tables (the controller's first write seen).
+    pub first_s: f64,
     /// The expected rows were first all there.
     pub complete_s: f64,
     /// The last change of the monitored NB tables (NB converged).
@@ -353,6 +355,9 @@ impl ZoneView {
             if signature != last {
                 last = signature;
                 timeline.nb_s = now.as_secs_f64();
+                if timeline.first_s == 0.0 {
+                    timeline.first_s = timeline.nb_s;
+                }
                 on_change();
                 progress = self.progress();
             }
