@@ -100,6 +100,9 @@ pub(crate) struct PodWrite {
     pub(crate) name: String,
     pub(crate) resource_version: Option<String>,
     pub(crate) value: String,
+    /// The annotation written, parsed: once written, the pass builds the pod's ports from it
+    /// at once rather than on the pod's next watch event.
+    pub(crate) networks: udn_api::annotations::PodNetworks,
 }
 
 /// The entries local pods lack on networks the zone allocates for, allocated now; and the
@@ -225,13 +228,14 @@ fn pod_writes(
         name: entry.view.name.clone(),
         resource_version: entry.view.resource_version.clone(),
         value,
+        networks,
     }))
 }
 
 /// Writes the annotations (merge patches guarded by the pod's resourceVersion, so an entry
 /// cluster-manager wrote meanwhile is never lost: a conflict is retried on the next pass).
-/// Returns the number of failed writes.
-pub(crate) async fn write(client: &kube::Client, writes: Vec<PodWrite>) -> usize {
+/// Returns the writes that landed, and the number that failed.
+pub(crate) async fn write(client: &kube::Client, writes: Vec<PodWrite>) -> (Vec<PodWrite>, usize) {
     let results = futures::stream::iter(writes.into_iter().map(|write| {
         let api: Api<Pod> = Api::namespaced(client.clone(), &write.namespace);
         async move {
@@ -249,10 +253,12 @@ pub(crate) async fn write(client: &kube::Client, writes: Vec<PodWrite>) -> usize
     .collect::<Vec<_>>()
     .await;
     let mut failed = 0;
+    let mut written = Vec::new();
     for (write, result) in results {
         match result {
             Ok(_) => {
-                debug!(pod = %format!("{}/{}", write.namespace, write.name), "pod annotation written")
+                debug!(pod = %format!("{}/{}", write.namespace, write.name), "pod annotation written");
+                written.push(write);
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 debug!(pod = %format!("{}/{}", write.namespace, write.name), "pod changed under the annotation write, retried next pass");
@@ -264,5 +270,5 @@ pub(crate) async fn write(client: &kube::Client, writes: Vec<PodWrite>) -> usize
             }
         }
     }
-    failed
+    (written, failed)
 }

@@ -1,5 +1,7 @@
 //! The zone's two OVSDB connections: what the replicas hold and index.
 
+use std::time::Duration;
+
 use udn_ovsdb::client::{Client, ClientConfig, ClientError, Endpoint};
 use udn_ovsdb::engine::INDEXED_KEYS;
 use udn_ovsdb::schema::Requirements;
@@ -45,6 +47,13 @@ const SB_COLUMNS: [(&str, &[&str]); 4] = [
     ("SB_Global", &["nb_cfg"]),
 ];
 
+/// Inactivity probe of both connections: a busy server (northd's large Southbound
+/// transactions, a big Northbound write) must not look dead. Upstream's libovsdb clients
+/// wait minutes; 30 s still notices a dead peer soon.
+const PROBE_INTERVAL: Duration = Duration::from_secs(30);
+/// Request timeout: a transaction of a few thousand rows on a loaded server takes seconds.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Connects to the zone's Northbound database.
 pub async fn connect_nb(endpoint: Endpoint) -> Result<Client, ClientError> {
     let mut monitor = Requirements::default();
@@ -52,6 +61,8 @@ pub async fn connect_nb(endpoint: Endpoint) -> Result<Client, ClientError> {
         monitor = monitor.with(table, []);
     }
     let mut config = ClientConfig::new(endpoint, udn_ovsdb::nb::DATABASE);
+    config.probe_interval = PROBE_INTERVAL;
+    config.request_timeout = REQUEST_TIMEOUT;
     config.required = monitor.clone();
     config.monitor = monitor;
     config.indexed_keys = INDEXED_KEYS.iter().map(|k| (*k).to_owned()).collect();
@@ -67,6 +78,8 @@ pub async fn connect_sb(endpoint: Endpoint) -> Result<Client, ClientError> {
         required = required.with(table, []);
     }
     let mut config = ClientConfig::new(endpoint, "OVN_Southbound");
+    config.probe_interval = PROBE_INTERVAL;
+    config.request_timeout = REQUEST_TIMEOUT;
     config.monitor = monitor;
     config.required = required;
     Client::connect(config).await

@@ -44,7 +44,8 @@ struct Done<'n> {
     net: &'n Network,
     meta: JobMeta,
     result: Result<udn_ovsdb::engine::ApplyReport, udn_ovsdb::engine::PlanError>,
-    started: Instant,
+    /// How long its engine pass took (measured when it ended, not when the batch did).
+    took: std::time::Duration,
 }
 
 /// One network's engine pass.
@@ -63,7 +64,7 @@ async fn run_job<'n>(
         net,
         meta: job.meta,
         result,
-        started,
+        took: started.elapsed(),
     }
 }
 
@@ -124,7 +125,7 @@ impl Zone {
     pub async fn pass(&mut self) -> PassReport {
         let started = Instant::now();
         let mut report = PassReport::default();
-        let snap = self.read();
+        let mut snap = self.read();
         let read_ms = started.elapsed().as_millis() as u64;
         let mut warnings: Vec<Warning> = Vec::new();
         for (node, error) in &snap.node_errors {
@@ -150,9 +151,17 @@ impl Zone {
         annotate::release_gone(&mut self.ipam, &snap);
         let (writes, pod_warnings) = annotate::allocate(&mut self.ipam, &snap, &self.config.zone);
         warnings.extend(pod_warnings);
-        let count = writes.len();
-        let failed = annotate::write(&self.kube, writes).await;
-        report.pods_annotated = count - failed;
+        let (written, failed) = annotate::write(&self.kube, writes).await;
+        report.pods_annotated = written.len();
+        // The addresses just written are the pods' now: their ports go in this pass.
+        for write in written {
+            if let Some(entry) = snap
+                .pods
+                .get_mut(&format!("{}/{}", write.namespace, write.name))
+            {
+                entry.view.pod_networks = Ok(write.networks);
+            }
+        }
         if failed > 0 {
             report.failures += 1;
             self.metrics
@@ -452,10 +461,10 @@ impl Zone {
             net,
             meta,
             result,
-            started,
+            took,
         } in done
         {
-            let ok = self.record_network(net, result, report, started);
+            let ok = self.record_network(net, result, report, took);
             if ok {
                 self.unit_keys.insert(meta.controller, meta.keys);
             } else if meta.sweeping {
@@ -490,13 +499,12 @@ impl Zone {
         net: &Network,
         result: Result<udn_ovsdb::engine::ApplyReport, udn_ovsdb::engine::PlanError>,
         report: &mut PassReport,
-        started: Instant,
+        took: std::time::Duration,
     ) -> bool {
         match result {
             Ok(applied) => {
                 if applied.ops > 0 {
-                    self.metrics
-                        .record_write("nb", applied.ops, started.elapsed());
+                    self.metrics.record_write("nb", applied.ops, took);
                     debug!(network = %net.name, ops = applied.ops, transactions = applied.transactions, "network reconciled");
                 }
                 report.nb_ops += applied.ops;
