@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
@@ -24,23 +23,6 @@ fn newer_nb_schema() -> String {
         json!({"type": {"key": {"type": "integer", "minInteger": 0, "maxInteger": 3}}});
     schema["tables"]["NAT"]["columns"]["match"] = json!({"type": "string"});
     schema.to_string()
-}
-
-fn node(name: &str, id: u32, subnets: &[(&str, &str)]) -> NodeAnnotations {
-    NodeAnnotations {
-        name: name.to_owned(),
-        id,
-        chassis: format!("chassis-{name}"),
-        node_cidr: format!("172.18.0.{id}/16"),
-        node_ip: format!("172.18.0.{id}"),
-        mac: format!("02:00:ac:12:00:{id:02x}"),
-        next_hop: "172.18.0.1".to_owned(),
-        subnets: subnets
-            .iter()
-            .map(|(n, s)| ((*n).to_owned(), vec![(*s).to_owned()]))
-            .collect(),
-        layer2_tunnel_ids: BTreeMap::new(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

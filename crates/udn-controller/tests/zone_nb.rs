@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
@@ -15,23 +14,6 @@ use udn_ovsdb::testing::OvsdbServer;
 use udn_test_support::TestCluster;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn node(name: &str, id: u32, subnets: &[(&str, &str)]) -> NodeAnnotations {
-    NodeAnnotations {
-        name: name.to_owned(),
-        id,
-        chassis: format!("chassis-{name}"),
-        node_cidr: format!("172.18.0.{id}/16"),
-        node_ip: format!("172.18.0.{id}"),
-        mac: format!("02:00:ac:12:00:{id:02x}"),
-        next_hop: "172.18.0.1".to_owned(),
-        subnets: subnets
-            .iter()
-            .map(|(n, s)| ((*n).to_owned(), vec![(*s).to_owned()]))
-            .collect(),
-        layer2_tunnel_ids: BTreeMap::new(),
-    }
-}
 
 fn nbctl(nb: &OvsdbServer, args: &[&str]) -> String {
     nb.nbctl(args).unwrap()

@@ -23,24 +23,8 @@ use udn_ovsdb::protocol::{Atom, Mutation, Mutator, Operation, OperationResult, U
 use udn_ovsdb::replica::Replica;
 use udn_ovsdb::schema::{DbSchema, Requirements};
 
-/// The Northbound tables the controller writes (its `NB_TABLES` without `NB_Global`).
-pub const NB_TABLES: [&str; 15] = [
-    "Logical_Switch",
-    "Logical_Switch_Port",
-    "Logical_Router",
-    "Logical_Router_Port",
-    "Logical_Router_Static_Route",
-    "Logical_Router_Policy",
-    "NAT",
-    "ACL",
-    "Port_Group",
-    "Load_Balancer_Group",
-    "Gateway_Chassis",
-    "Static_MAC_Binding",
-    "Copp",
-    "Meter",
-    "Meter_Band",
-];
+/// The Northbound tables the controller writes.
+pub use udn_controller::zone::WRITTEN_TABLES as NB_TABLES;
 
 /// Columns of those tables other daemons write (ovn-northd).
 const FOREIGN_COLUMNS: [(&str, &str); 3] = [

@@ -6,9 +6,8 @@ use udn_ovsdb::client::{Client, ClientConfig, ClientError, Endpoint};
 use udn_ovsdb::engine::INDEXED_KEYS;
 use udn_ovsdb::schema::Requirements;
 
-/// Northbound tables the controller writes or reads (all columns).
-pub const NB_TABLES: [&str; 16] = [
-    "NB_Global",
+/// Northbound tables the controller writes (all columns are kept in its replica).
+pub const WRITTEN_TABLES: [&str; 15] = [
     "Logical_Switch",
     "Logical_Switch_Port",
     "Logical_Router",
@@ -25,6 +24,18 @@ pub const NB_TABLES: [&str; 16] = [
     "Meter",
     "Meter_Band",
 ];
+
+/// Northbound tables the controller monitors: those it writes, and `NB_Global`.
+pub const NB_TABLES: [&str; 16] = {
+    let mut tables = [""; 16];
+    tables[0] = "NB_Global";
+    let mut i = 0;
+    while i < WRITTEN_TABLES.len() {
+        tables[i + 1] = WRITTEN_TABLES[i];
+        i += 1;
+    }
+    tables
+};
 
 /// Southbound tables and columns the controller reads: chassis and their encaps (remote
 /// chassis), port bindings (binding remote ports), SB_Global (northd progress).

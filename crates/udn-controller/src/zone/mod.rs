@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use udn_ovsdb::client::{Client, ClientError};
 use udn_ovsdb::engine::{ApplyPolicy, Engine};
 
-pub use clients::{NB_TABLES, connect_nb, connect_sb};
+pub use clients::{NB_TABLES, WRITTEN_TABLES, connect_nb, connect_sb};
 pub use pass::PassReport;
 
 use crate::config::Config;

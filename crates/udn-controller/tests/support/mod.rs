@@ -203,6 +203,25 @@ impl NodeAnnotations {
     }
 }
 
+/// A node at `172.18.0.<id>` with one host subnet per (network, subnet), chassis
+/// `chassis-<name>`, no Layer2 tunnel IDs.
+pub fn node(name: &str, id: u32, subnets: &[(&str, &str)]) -> NodeAnnotations {
+    NodeAnnotations {
+        name: name.to_owned(),
+        id,
+        chassis: format!("chassis-{name}"),
+        node_cidr: format!("172.18.0.{id}/16"),
+        node_ip: format!("172.18.0.{id}"),
+        mac: format!("02:00:ac:12:00:{id:02x}"),
+        next_hop: "172.18.0.1".to_owned(),
+        subnets: subnets
+            .iter()
+            .map(|(n, s)| ((*n).to_owned(), vec![(*s).to_owned()]))
+            .collect(),
+        layer2_tunnel_ids: BTreeMap::new(),
+    }
+}
+
 /// Creates or replaces a node's annotations.
 pub async fn put_node(client: &kube::Client, node: &NodeAnnotations) {
     let api: Api<KubeNode> = Api::all(client.clone());
