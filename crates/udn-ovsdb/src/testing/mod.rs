@@ -426,7 +426,22 @@ impl OvsdbServer {
             }
         }
         // The daemon's lock on its pidfile goes when it exits: taking it waits for that.
-        wait_for_lock(&pidfile).map_err(|source| process("wait for the exit of", source))
+        wait_for_lock(&pidfile).map_err(|source| process("wait for the exit of", source))?;
+        // Its lock on the database (`.<db>.~lock~`) goes in the same exit, but the kernel may
+        // release it a moment after the pidfile's: wait for it too, or a restart right away
+        // can fail with "failed to lock lockfile".
+        let db_lock = self.db.with_file_name(format!(
+            ".{}.~lock~",
+            self.db
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ));
+        if let Ok(lock) = OpenOptions::new().read(true).write(true).open(&db_lock) {
+            wait_for_lock(&lock)
+                .map_err(|source| process("wait for the database lock of", source))?;
+        }
+        Ok(())
     }
 
     /// Starts the daemon again on the same database file and socket path (after
