@@ -2,13 +2,9 @@
 //! sets (or, with `null`, deletes) only the given keys, optionally guarded by the node's
 //! resourceVersion.
 //!
-//! Upstream writes node annotations through the `nodes/status` subresource
-//! (`kube.SetAnnotationsOnNode`, `PatchNodeStatusAnnotations`), and its cluster-manager RBAC
-//! only grants `patch` on `nodes/status`. udn writes the main `nodes` resource instead: the
-//! in-memory API server the tests run against keeps the stored metadata on every `/status`
-//! write (the rule of custom resources), so annotations written there would never appear.
-//! The real API server keeps annotation changes on either path, so only the RBAC rule
-//! differs (`patch` on `nodes`). Switching to the subresource is the `patch` call below.
+//! As upstream (`kube.SetAnnotationsOnNode`, `PatchNodeStatusAnnotations`), the patch goes
+//! to the `nodes/status` subresource, whose strategy keeps metadata changes, so the
+//! cluster-manager's RBAC needs only `patch` on `nodes/status`, as upstream's.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -38,5 +34,6 @@ pub(crate) async fn patch_node_annotations(
         field_manager: Some(CLUSTER_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    api.patch(name, &params, &Patch::Strategic(&body)).await
+    api.patch_status(name, &params, &Patch::Strategic(&body))
+        .await
 }

@@ -427,6 +427,38 @@ fn status_and_spec_are_written_separately() {
 }
 
 #[test]
+fn node_status_writes_keep_label_and_annotation_changes_and_nothing_else() {
+    let sim = sim();
+    let node = sim
+        .create(
+            &nodes(),
+            None,
+            json!({"metadata": {"name": "node-1"}, "spec": {"podCIDR": "10.0.0.0/24"}}),
+            &write(),
+        )
+        .unwrap();
+    let mut body = node.clone();
+    body["metadata"]["annotations"] = json!({"k8s.ovn.org/node-id": "2"});
+    body["metadata"]["labels"] = json!({"zone": "a"});
+    body["spec"]["podCIDR"] = json!("10.9.0.0/24");
+    body["status"]["phase"] = json!("Running");
+    let updated = sim
+        .update(
+            &nodes(),
+            None,
+            "node-1",
+            body,
+            Subresource::Status,
+            &write(),
+        )
+        .unwrap();
+    assert_eq!(meta(&updated, "annotations")["k8s.ovn.org/node-id"], "2");
+    assert_eq!(meta(&updated, "labels")["zone"], "a");
+    assert_eq!(updated["spec"]["podCIDR"], "10.0.0.0/24");
+    assert_eq!(updated["status"]["phase"], "Running");
+}
+
+#[test]
 fn nodes_keep_the_status_they_are_created_with() {
     let sim = sim();
     let node = sim

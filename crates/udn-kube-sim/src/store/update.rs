@@ -40,13 +40,22 @@ fn copy_field(to: &mut Value, from: &Value, field: &str) {
     }
 }
 
-/// A `/status` write: the stored object with the body's status (and managedFields).
-fn status_only(old: &Value, body: &Value) -> Value {
+/// A `/status` write: the stored object with the body's status (and managedFields). Nodes
+/// also take the body's labels and annotations: kube-apiserver's node status strategy
+/// resets only the spec, which is how node agents and controllers (OVN-Kubernetes among
+/// them) annotate Nodes through `nodes/status`, the only node write their RBAC grants.
+/// CRDs and the other built-ins ignore everything but the status.
+fn status_only(entry: &TypeEntry, old: &Value, body: &Value) -> Value {
     let mut new = old.clone();
     copy_field(&mut new, body, "status");
     let managed = meta::meta_value(body, "managedFields");
     if !managed.is_null() {
         meta::set_meta(&mut new, "managedFields", managed);
+    }
+    if entry.is(Builtin::Node) {
+        for field in ["labels", "annotations"] {
+            meta::set_meta(&mut new, field, meta::meta_value(body, field));
+        }
     }
     new
 }
@@ -124,7 +133,7 @@ impl State {
                 }
                 obj
             }
-            Subresource::Status => status_only(&old, &obj),
+            Subresource::Status => status_only(&entry, &old, &obj),
         };
         defaults::prepare_for_update(&entry, &mut new, &old);
         let mut metadata_errors = Vec::new();
