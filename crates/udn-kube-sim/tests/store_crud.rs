@@ -437,7 +437,7 @@ fn node_status_writes_keep_label_and_annotation_changes_and_nothing_else() {
             &write(),
         )
         .unwrap();
-    let mut body = node.clone();
+    let mut body = node;
     body["metadata"]["annotations"] = json!({"k8s.ovn.org/node-id": "2"});
     body["metadata"]["labels"] = json!({"zone": "a"});
     body["spec"]["podCIDR"] = json!("10.9.0.0/24");
