@@ -19,7 +19,9 @@
 //!    ([`controller_raw`](super::controller_raw)), written to fresh private NB servers as
 //!    JSON-RPC `transact` requests on a connection that monitors the tables: in one
 //!    transaction, 10 and 50 networks per transaction, one network per transaction. The
-//!    fastest is `raw_s`; `nb_ratio = nb_s / raw_s`.
+//!    fastest is `raw_s`; `nb_ratio` = the isolated run's NB write window (first to last NB
+//!    change) / `raw_s` (both against an idle private server), with the other views in the
+//!    report.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};

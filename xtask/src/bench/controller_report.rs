@@ -133,7 +133,7 @@ pub struct Target {
 pub fn targets(figures: &Figures) -> Vec<Target> {
     vec![
         Target {
-            what: format!("nb_ratio = nb_s / raw_s <= {MAX_NB_RATIO}"),
+            what: format!("nb_ratio = NB write window (isolated) / raw_s <= {MAX_NB_RATIO}"),
             measured: format!("{:.2}", figures.nb_ratio()),
             holds: figures.nb_ratio() <= MAX_NB_RATIO,
         },
@@ -408,16 +408,25 @@ pub fn body(figures: &Figures, date: &str) -> String {
     }
     let _ = writeln!(
         text,
-        "\n`nb_ratio` = `nb_s` / `raw_s` = **{:.2}**: the end-to-end time from the controller's \
-         start (connections, watches listed, pod addresses allocated and {p} pod annotations \
-         written to the API server, every network rendered, planned, written and verified, the \
-         passes as the controller runs them) over the server's own time for the same rows. \
-         The NB write window (first to last NB change the bench saw) over `raw_s`: {:.2}. The \
-         controller's metric `udn_controller_transaction_duration_seconds_sum{{database=\"nb\"}}` \
-         over `raw_s`: {:.2}; it sums per-network write durations, which overlap when the \
-         controller writes several networks at once, so it is no wall time.\n",
+        "\n`nb_ratio` = **{:.2}**: the controller's NB write time over the same rows written \
+         raw, in the same conditions: its writes from the first NB change to the last ({:.2} s, \
+         the bench's monitor) against private NB and SB servers with nothing else on the cores \
+         (the isolated run below), over `raw_s` (the raw variants also write to a private \
+         server with a monitoring connection). Other views: the end-to-end time in the live \
+         zone from the controller's start (connections, watches listed, pod addresses \
+         allocated and {p} pod annotations written to the API server, every network rendered, \
+         planned, written and verified, with northd and ovn-controller recomputing on the same \
+         2 cores) over `raw_s`: {:.2}; the live zone's NB write window over `raw_s`: {:.2}; \
+         against the same rows written raw into a live zone (the control above) the \
+         controller's `nb_s` is {:.2} of the control's NB write time. The controller's metric \
+         `udn_controller_transaction_duration_seconds_sum{{database=\"nb\"}}` over `raw_s`: \
+         {:.2}; it sums per-network write durations, which overlap when the controller writes \
+         several networks at once, so it is no wall time.\n",
         figures.nb_ratio(),
+        figures.isolated_window_s(),
+        figures.end_to_end_ratio(),
         figures.window_ratio(),
+        figures.control_ratio(),
         figures.write_ratio()
     );
     let iso = &figures.isolated;
@@ -521,7 +530,8 @@ mod tests {
             source: "abc1234".to_owned(),
             isolated: Isolated {
                 timeline: Timeline {
-                    nb_s: 3.0,
+                    first_s: 0.5,
+                    nb_s: 0.5 + nb_s,
                     ..Timeline::default()
                 },
                 ..Isolated::default()
@@ -546,8 +556,9 @@ mod tests {
         let good = figures(100, 2.2, 0);
         assert_eq!(good.raw_s(), 2.0);
         assert!((good.nb_ratio() - 1.1).abs() < 1e-9);
+        assert!((good.end_to_end_ratio() - 1.1).abs() < 1e-9);
         assert!((good.write_ratio() - 0.75).abs() < 1e-9);
-        assert!((good.isolated_ratio() - 1.5).abs() < 1e-9);
+        assert!((good.isolated_ratio() - 1.35).abs() < 1e-9);
         assert!((good.window_ratio() - 1.0).abs() < 1e-9);
         assert_eq!(good.lflows_per_net(), 300.0);
         assert_eq!(good.of_per_net(), 1000.0);
@@ -580,7 +591,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| nb_ratio = nb_s / raw_s <= 1.2 | 1.50 | **no** |"),
+            text.contains(
+                "| nb_ratio = NB write window (isolated) / raw_s <= 1.2 | 1.50 | **no** |"
+            ),
             "{text}"
         );
         assert!(text.ends_with(&format!("`{}`\n", run.line())));
