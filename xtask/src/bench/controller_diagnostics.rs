@@ -15,7 +15,8 @@ use super::controller_figures::{Isolated, RawZone};
 use super::controller_launch::{CpuPids, Launch, controller_metrics, footprint};
 use super::controller_objects::{self as objects, NodeHost, Shape, ZONE};
 use super::controller_raw::Copied;
-use super::controller_zone::{Expect, NB_TABLES, Watch, ZoneView};
+use super::controller_watch::UpdateClock;
+use super::controller_zone::{Expect, NB_TABLES, POLL, Progress, QUIET, Timeline, Watch, ZoneView};
 use super::nb_raw::Batching;
 use super::process::free_port;
 use super::sim_server::{SimServer, install_crds};
@@ -37,7 +38,8 @@ pub async fn isolated_run(
     let nb = OvsdbServer::start_nb().context("starting a private NB server")?;
     nb.nbctl(&["init"]).context("creating NB_Global")?;
     let sb = OvsdbServer::start_sb().context("starting a private SB server")?;
-    let view = ZoneView::connect(nb.endpoint(), sb.endpoint()).await?;
+    let clock = UpdateClock::start(nb.socket(), udn_ovsdb::nb::DATABASE, &NB_TABLES)
+        .context("monitoring the private NB server")?;
     let launch = Launch {
         binary: controller_bin,
         kubeconfig: &sim.kubeconfig,
@@ -46,7 +48,6 @@ pub async fn isolated_run(
         log,
     };
     let port = free_port()?;
-    let signature = view.progress().signature();
     let started = Instant::now();
     let mut controller = launch.spawn(port)?;
     let pids = CpuPids {
@@ -59,20 +60,45 @@ pub async fn isolated_run(
     };
     let cpu_start = pids.sample();
     let cpu_at_change = Cell::new(cpu_start);
-    let watch = Watch {
-        expect: Expect::new(shape.networks, shape.pods),
-        hv: false,
+    let expect = Expect::new(shape.networks, shape.pods);
+    let mut counted = 0;
+    let seen = loop {
+        controller.ensure_running("the isolated udn-controller")?;
+        let seen = clock.seen();
+        anyhow::ensure!(
+            !seen.closed,
+            "the private NB server closed the bench's monitor"
+        );
+        if seen.updates != counted {
+            counted = seen.updates;
+            cpu_at_change.set(pids.sample());
+        }
+        // Rows are counted (with ovn-nbctl) only once NB is quiet, so that the count
+        // competes with nothing.
+        if let Some(last) = seen.last
+            && last.elapsed() >= QUIET
+        {
+            let progress = nb_progress(&nb)?;
+            if progress.complete(&expect) {
+                break seen;
+            }
+        }
+        if started.elapsed() > options.deadline {
+            anyhow::bail!(
+                "the isolated controller did not converge in {} s: {:?}, expected {expect:?}",
+                options.deadline.as_secs(),
+                nb_progress(&nb)?
+            );
+        }
+        tokio::time::sleep(POLL).await;
     };
-    let timeline = view
-        .converge(
-            watch,
-            signature,
-            started,
-            options.deadline,
-            || controller.ensure_running("the isolated udn-controller"),
-            || cpu_at_change.set(pids.sample()),
-        )
-        .await?;
+    let since = |at: Option<Instant>| at.map_or(0.0, |at| (at - started).as_secs_f64());
+    let timeline = Timeline {
+        first_s: since(seen.first),
+        complete_s: since(seen.last),
+        nb_s: since(seen.last),
+        ..Timeline::default()
+    };
     let cpu = cpu_at_change.get().since(&cpu_start);
     let metrics = controller_metrics(port, controller.pid()).await?;
     say(&format!(
@@ -88,6 +114,25 @@ pub async fn isolated_run(
         timeline,
         controller: metrics,
         cpu,
+    })
+}
+
+/// Logical routers and pod ports in `nb`, counted with `ovn-nbctl`.
+fn nb_progress(nb: &OvsdbServer) -> anyhow::Result<Progress> {
+    let count = |args: &[&str]| -> anyhow::Result<usize> {
+        let out = nb.nbctl(args).context("counting NB rows")?;
+        Ok(out.lines().filter(|line| !line.trim().is_empty()).count())
+    };
+    Ok(Progress {
+        routers: count(&["--bare", "--columns=_uuid", "list", "Logical_Router"])?,
+        pod_ports: count(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Logical_Switch_Port",
+            "external_ids:pod=true",
+        ])?,
+        ..Progress::default()
     })
 }
 

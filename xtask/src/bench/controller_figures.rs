@@ -200,10 +200,12 @@ impl Figures {
     }
 
     /// `nb_ratio`: the controller's NB write time over the same rows written raw, both in the
-    /// same conditions: the controller's writes from its first NB change to its last (the
-    /// bench's monitor), against private NB and SB servers with nothing else on the cores
-    /// (the isolated run), over the fastest raw variant, also written to a private server
-    /// with a monitoring connection.
+    /// same conditions: the controller's writes from its first NB change to its last (as the
+    /// updates reach a monitoring connection that only times them,
+    /// [`UpdateClock`](super::controller_watch::UpdateClock)), against private NB and SB
+    /// servers with nothing else on the cores (the isolated run), over the fastest raw
+    /// variant, also written to a private server on a connection that monitors the tables,
+    /// with the same timing connection beside it.
     pub fn nb_ratio(&self) -> f64 {
         self.isolated_window_s() / self.raw_s()
     }

@@ -36,7 +36,7 @@ const FOREIGN_COLUMNS: [(&str, &str); 3] = [
 /// How long the monitored tables must stay unchanged for NB to count as converged.
 pub const QUIET: Duration = Duration::from_secs(3);
 /// How often the bench looks.
-const POLL: Duration = Duration::from_millis(20);
+pub const POLL: Duration = Duration::from_millis(20);
 /// How often a long convergence says how far it got (on stderr).
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// The least time between two `nb_cfg` bumps (a controller that never stops writing must

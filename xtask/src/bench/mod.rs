@@ -9,6 +9,7 @@ pub mod controller_launch;
 pub mod controller_objects;
 pub mod controller_raw;
 pub mod controller_report;
+pub mod controller_watch;
 pub mod controller_zone;
 pub mod kube_sim;
 pub mod nb;

@@ -261,19 +261,31 @@ pub fn raw_variant(
         rows,
         batching,
         monitored.then_some(&TABLES[..]),
+        false,
     )
 }
 
 /// Sends `transactions` (holding `rows` inserts, cut per `batching`) to a fresh private NB
 /// `ovsdb-server` and measures it; with `monitor` the connection first monitors every column
-/// of those tables, as a client keeping a replica does.
+/// of those tables, as a client keeping a replica does. With `clock` (and `monitor`), a
+/// second connection monitors the same tables and times the updates
+/// ([`UpdateClock`](super::controller_watch::UpdateClock)), as the controller bench watches
+/// the controller's own writes: the observer costs both sides the same.
 pub fn raw_transactions(
     transactions: &[nb_raw::RawTransaction],
     rows: usize,
     batching: Batching,
     monitor: Option<&[&str]>,
+    clock: bool,
 ) -> anyhow::Result<RawFigures> {
     let server = OvsdbServer::start_nb().context("starting ovsdb-server")?;
+    let _clock = match monitor {
+        Some(tables) if clock => Some(
+            super::controller_watch::UpdateClock::start(server.socket(), nb::DATABASE, tables)
+                .context("starting the bench's update clock")?,
+        ),
+        _ => None,
+    };
     let cpu = cpu_seconds(server.pid());
     let run = nb_raw::send(server.socket(), transactions, monitor)
         .with_context(|| format!("raw {}", batching.label()))?;
