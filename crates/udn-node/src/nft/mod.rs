@@ -1,0 +1,1 @@
+//! nftables as text transactions (knftables-style): render, `nft -f -`, read back.

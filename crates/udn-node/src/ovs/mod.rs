@@ -1,0 +1,1 @@
+//! OVS's own database (Open_vSwitch, bridges, ports, interfaces) through udn-ovsdb.
