@@ -7,6 +7,8 @@
 //! snapshot) -> desired (plain data) -> plan (the diff against what this agent owns) ->
 //! apply (one OVSDB transaction, one `nft -f` transaction, one netlink batch).
 
+pub mod annotations;
+pub mod cni_config;
 pub mod config;
 pub mod isolation;
 pub mod netlink;
