@@ -8,9 +8,11 @@
 //! apply (one OVSDB transaction, one `nft -f` transaction, one netlink batch).
 
 pub mod annotations;
+pub mod cni;
 pub mod cni_config;
 pub mod config;
 pub mod isolation;
 pub mod netlink;
 pub mod nft;
 pub mod ovs;
+pub mod watch;
