@@ -2,3 +2,4 @@
 //! request here; ADD waits for the pod's annotation and wires the pod, DEL unwires it.
 
 pub mod network;
+pub mod server;
