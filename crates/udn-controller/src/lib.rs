@@ -10,7 +10,7 @@
 //! controller owns) -> apply (batched transactions).
 
 pub mod config;
-pub mod events;
+pub use udn_runtime::events;
 pub mod ipam;
 pub mod metrics;
 pub mod model;

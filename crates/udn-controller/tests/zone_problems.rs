@@ -217,7 +217,7 @@ async fn bad_input_gives_events_and_log_lines_and_the_rest_converges() {
         ("node node3", "ErrorReconcilingNode", &node3),
     ] {
         wait_logged(
-            "cannot render",
+            "warning event",
             &[
                 ("object", object),
                 ("reason", reason),
@@ -390,7 +390,7 @@ async fn unparsable_open_default_ports_remove_the_acls_and_warn_once() {
         "failed to update UDN pod  blue/p open ports: invalid protocol ppp"
     );
     wait_logged(
-        "cannot render",
+        "warning event",
         &[
             ("object", "pod blue/p"),
             ("reason", "ErrorUpdatingResource"),

@@ -1,7 +1,8 @@
 //! Shared plumbing of udn's binaries (cluster-manager now; NB controller and node agent
 //! later): tracing setup ([`telemetry`]), shutdown on signals ([`signals`]), the admin
 //! server with `/metrics`, `/healthz` and `/readyz` ([`admin`]), the Kubernetes client
-//! ([`client`]), Lease leader election ([`leader`]) and the shared flags ([`args`]).
+//! ([`client`]), Lease leader election ([`leader`]), Warning Events published once
+//! ([`events`]) and the shared flags ([`args`]).
 //!
 //! A binary's `main` typically does:
 //!
@@ -39,6 +40,7 @@
 pub mod admin;
 pub mod args;
 pub mod client;
+pub mod events;
 pub mod leader;
 pub mod signals;
 pub mod telemetry;

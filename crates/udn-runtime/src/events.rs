@@ -1,6 +1,7 @@
-//! Kubernetes Events about what the zone cannot render (a node without annotations yet, a
-//! pod naming a missing NAD, an unparsable NetConf or open-ports annotation), each also a
-//! log line. The same message about the same object is published once, not on every pass.
+//! Warning Events about what a component cannot do (the NB controller: a node without
+//! annotations yet, a pod naming a missing NAD, an unparsable NetConf; the node agent: no
+//! kubelet probes for UDN pods, ...), each also a log line. The same message about the same
+//! object is published once while it keeps being reported, not on every pass.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -136,7 +137,7 @@ impl Events {
                     object = %subject.describe(),
                     reason = warning.reason,
                     note = %warning.message,
-                    "cannot render"
+                    "warning event"
                 );
                 let Some(publisher) = &self.publisher else {
                     continue;
