@@ -12,6 +12,7 @@ pub mod cni;
 pub mod cni_config;
 pub mod config;
 pub mod isolation;
+pub mod metrics;
 pub mod netlink;
 pub mod nft;
 pub mod ovs;
