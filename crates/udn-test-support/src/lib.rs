@@ -4,8 +4,10 @@
 
 #![allow(clippy::expect_used)] // setup failures should fail the test loudly
 
+pub mod binaries;
 mod builders;
 
+pub use binaries::workspace_binary;
 pub use builders::{cudn, l2_udn, l3_udn, namespace, node, pod, pod_with_annotations};
 
 use kube::Client;
