@@ -11,6 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
+use crate::command::Command;
 use crate::device_info::{DeviceInfo, MemifDevice, PciDevice, VdpaDevice, VhostDevice};
 use crate::go_json;
 
@@ -45,6 +46,12 @@ impl Request {
             config,
             device_info,
         }
+    }
+
+    /// `CNI_COMMAND`, if set: upstream's server looks at it before anything else (CHECK,
+    /// STATUS and UPDATE are answered with an empty 200 without building a pod request).
+    pub fn command(&self) -> Option<Command> {
+        self.env.get("CNI_COMMAND").map(|text| Command::parse(text))
     }
 
     /// The body bytes, as Go's `json.Marshal` writes them.
@@ -181,6 +188,8 @@ mod tests {
         );
         assert_eq!(String::from_utf8(req.to_json()).unwrap(), want);
         assert_eq!(Request::from_json(want.as_bytes()).unwrap(), req);
+        assert_eq!(req.command(), Some(Command::Add));
+        assert_eq!(Request::default().command(), None);
     }
 
     #[test]
