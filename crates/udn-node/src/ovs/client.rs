@@ -1,0 +1,225 @@
+//! The connection to the local OVS database: what it monitors, and one method per step the
+//! agent takes (each plans from a snapshot of the replica and sends one transaction, or none
+//! when there is nothing to do).
+
+use std::future::Future;
+use std::time::Duration;
+
+use udn_ovsdb::client::{Client, ClientConfig, Endpoint};
+use udn_ovsdb::protocol::Operation;
+use udn_ovsdb::schema::Requirements;
+use udn_ovsdb::vswitch::{self, bridge, interface, open_vswitch, port};
+
+use super::bridge::{DesiredBridge, plan_bridge};
+use super::error::OvsError;
+use super::mgmt_port::{MgmtPort, plan_mgmt_port};
+use super::open_vswitch::{ChassisConfig, plan_bridge_mapping, plan_open_vswitch};
+use super::pod_port::{IFACE_ID, PodPort, PodPortPlan, SANDBOX, plan_pod_port};
+use super::port::delete_port_op;
+use super::sandbox::{NadFilter, PodPortRecord, list_pod_ports, plan_delete_sandbox};
+use super::state::OvsState;
+use super::wait::{InstalledWait, wait_ovn_installed};
+
+/// Where ovsdb-server listens on a node.
+pub const DEFAULT_OVS_ENDPOINT: &str = "unix:/var/run/openvswitch/db.sock";
+
+/// How to reach the OVS database.
+#[derive(Debug, Clone)]
+pub struct OvsConfig {
+    /// The endpoint (default [`DEFAULT_OVS_ENDPOINT`]).
+    pub endpoint: Endpoint,
+    /// How long a request waits for its reply.
+    pub request_timeout: Duration,
+}
+
+impl OvsConfig {
+    /// The endpoint given as `unix:<path>` or `tcp:<host>:<port>`, a 30 s request timeout.
+    pub fn new(endpoint: &str) -> Result<Self, OvsError> {
+        Ok(Self {
+            endpoint: Endpoint::parse(endpoint).map_err(OvsError::Endpoint)?,
+            request_timeout: Duration::from_secs(30),
+        })
+    }
+}
+
+/// The tables and columns this module reads (statistics and status columns left out: they
+/// change every few seconds and would wake every waiter).
+fn monitored() -> Requirements {
+    Requirements::default()
+        .with(
+            open_vswitch::TABLE,
+            [
+                open_vswitch::BRIDGES,
+                open_vswitch::EXTERNAL_IDS,
+                open_vswitch::OTHER_CONFIG,
+            ],
+        )
+        .with(
+            bridge::TABLE,
+            [
+                bridge::NAME,
+                bridge::PORTS,
+                bridge::DATAPATH_TYPE,
+                bridge::FAIL_MODE,
+                bridge::EXTERNAL_IDS,
+                bridge::OTHER_CONFIG,
+            ],
+        )
+        .with(
+            port::TABLE,
+            [
+                port::NAME,
+                port::INTERFACES,
+                port::EXTERNAL_IDS,
+                port::OTHER_CONFIG,
+            ],
+        )
+        .with(
+            interface::TABLE,
+            [
+                interface::NAME,
+                interface::TYPE,
+                interface::EXTERNAL_IDS,
+                interface::MAC,
+                interface::MTU_REQUEST,
+                interface::OFPORT,
+                interface::ERROR,
+            ],
+        )
+}
+
+/// The node's OVS database, with a replica of what [`monitored`] lists.
+#[derive(Debug)]
+pub struct Ovs {
+    client: Client,
+}
+
+impl Ovs {
+    /// Connects, monitors and waits for the initial contents.
+    pub async fn connect(config: &OvsConfig) -> Result<Self, OvsError> {
+        let mut client_config = ClientConfig::new(config.endpoint.clone(), vswitch::DATABASE);
+        client_config.monitor = monitored();
+        client_config.required = monitored();
+        client_config.indexed_keys = vec![IFACE_ID.to_owned(), SANDBOX.to_owned()];
+        client_config.request_timeout = config.request_timeout;
+        let client = Client::connect(client_config).await.map_err(|source| {
+            OvsError::client(format!("connect to {}", config.endpoint), source)
+        })?;
+        Ok(Self { client })
+    }
+
+    /// The underlying client (its replica, `changes()`).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// A typed snapshot of the replica.
+    pub fn state(&self) -> Result<OvsState, OvsError> {
+        OvsState::from_replica(&self.client.replica())
+    }
+
+    /// The `datapath_type` of `bridge` (`netdev`: userspace, so pods need TX checksum
+    /// offload off), or `None` when there is no such bridge.
+    pub fn datapath_type(&self, bridge: &str) -> Result<Option<String>, OvsError> {
+        Ok(self
+            .state()?
+            .bridge(bridge)
+            .map(|(_, row)| row.datapath_type.clone()))
+    }
+
+    /// Sends `ops` as one transaction; returns whether there was anything to send.
+    async fn run(&self, step: String, ops: Vec<Operation>) -> Result<bool, OvsError> {
+        if ops.is_empty() {
+            return Ok(false);
+        }
+        self.client
+            .transact(ops)
+            .await
+            .map_err(|source| OvsError::client(step, source))?;
+        Ok(true)
+    }
+
+    /// Merges the chassis configuration into the `Open_vSwitch` row; returns whether it
+    /// changed anything.
+    pub async fn ensure_chassis_config(&self, config: &ChassisConfig) -> Result<bool, OvsError> {
+        let ops = plan_open_vswitch(
+            &self.state()?,
+            &config.external_ids(),
+            &config.other_config(),
+        )?;
+        self.run("set Open_vSwitch external_ids".to_owned(), ops)
+            .await
+    }
+
+    /// Maps `physnet` to `bridge` in `ovn-bridge-mappings`, keeping other mappings.
+    pub async fn ensure_bridge_mapping(
+        &self,
+        physnet: &str,
+        bridge: &str,
+    ) -> Result<bool, OvsError> {
+        let ops = plan_bridge_mapping(&self.state()?, physnet, bridge)?;
+        self.run(format!("map {physnet} to bridge {bridge}"), ops)
+            .await
+    }
+
+    /// Creates or updates a bridge.
+    pub async fn ensure_bridge(&self, desired: &DesiredBridge) -> Result<bool, OvsError> {
+        let ops = plan_bridge(&self.state()?, desired)?;
+        self.run(format!("ensure bridge {}", desired.name), ops)
+            .await
+    }
+
+    /// Adds or updates a pod's port (one transaction, also removing older ports of the same
+    /// `iface-id`); returns the plan that was sent.
+    pub async fn add_pod_port(&self, port: &PodPort) -> Result<PodPortPlan, OvsError> {
+        let plan = plan_pod_port(&self.state()?, port)?;
+        self.run(format!("add pod port {}", port.name), plan.ops.clone())
+            .await?;
+        Ok(plan)
+    }
+
+    /// Waits for `external_ids:ovn-installed=true` (see [`wait_ovn_installed`]).
+    pub async fn wait_ovn_installed(
+        &self,
+        wait: &InstalledWait,
+        timeout: Duration,
+        cancel: impl Future<Output = String>,
+    ) -> Result<(), OvsError> {
+        wait_ovn_installed(&self.client, wait, timeout, cancel).await
+    }
+
+    /// Removes the ports of a sandbox (CNI DEL) in one transaction; returns their names (the
+    /// host veths to delete), empty when there were none.
+    pub async fn delete_sandbox_ports(
+        &self,
+        bridge: &str,
+        sandbox: &str,
+        filter: &NadFilter,
+    ) -> Result<Vec<String>, OvsError> {
+        let plan = plan_delete_sandbox(&self.state()?, bridge, sandbox, filter);
+        self.run(format!("delete ports of sandbox {sandbox}"), plan.ops)
+            .await?;
+        Ok(plan.ports)
+    }
+
+    /// Removes port `name` from `bridge`; returns whether it was there.
+    pub async fn delete_port(&self, bridge: &str, name: &str) -> Result<bool, OvsError> {
+        let ops = delete_port_op(&self.state()?, bridge, name)
+            .into_iter()
+            .collect();
+        self.run(format!("delete port {name} from {bridge}"), ops)
+            .await
+    }
+
+    /// Every pod port the CNI made on `bridge`.
+    pub fn pod_ports(&self, bridge: &str) -> Result<Vec<PodPortRecord>, OvsError> {
+        Ok(list_pod_ports(&self.state()?, bridge))
+    }
+
+    /// Creates or updates a management port; returns whether it changed anything.
+    pub async fn ensure_mgmt_port(&self, port: &MgmtPort) -> Result<bool, OvsError> {
+        let ops = plan_mgmt_port(&self.state()?, port)?;
+        self.run(format!("ensure management port {}", port.name), ops)
+            .await
+    }
+}
