@@ -94,7 +94,16 @@ async fn default_network_interface_is_plumbed_and_answers_pings() {
             "{expected} not in {addresses}"
         );
     }
-    assert!(!addresses.contains("tentative"), "{addresses}");
+    // The pod's own addresses skip DAD; the kernel's link-local one may still be tentative
+    // for a moment (it appears once the carrier event is processed).
+    let global: Vec<&str> = addresses
+        .lines()
+        .filter(|line| line.contains("scope global"))
+        .collect();
+    assert!(
+        global.iter().all(|line| !line.contains("tentative")),
+        "{addresses}"
+    );
     let routes = pod.ok(&["ip", "route", "show"]);
     assert!(
         routes.contains("default via 10.244.1.1 dev eth0 proto static mtu 1300"),
