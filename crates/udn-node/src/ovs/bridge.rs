@@ -115,6 +115,31 @@ fn port_write<'a>(bridge: &'a str, port: &'a BridgePort) -> PortWrite<'a> {
     }
 }
 
+/// Inserts a new port with its one interface (named `port<tag>` / `iface<tag>`).
+fn insert_port(ops: &mut Vec<Operation>, tag: usize, port: &BridgePort) -> RowRef {
+    use udn_ovsdb::vswitch::{interface, port as port_table};
+    let iface = format!("iface{tag}");
+    let mut iface_row = row([(interface::NAME, string(&port.name))]);
+    if !port.iface_type.is_empty() {
+        iface_row.insert(interface::TYPE.to_owned(), string(&port.iface_type));
+    }
+    ops.push(insert(interface::TABLE, &iface, iface_row));
+    let name = format!("port{tag}");
+    ops.push(insert(
+        port_table::TABLE,
+        &name,
+        row([
+            (port_table::NAME, string(&port.name)),
+            (
+                port_table::INTERFACES,
+                super::ops::refs(&[RowRef::Named(iface)]),
+            ),
+            (port_table::OTHER_CONFIG, string_map(&port.other_config)),
+        ]),
+    ));
+    RowRef::Named(name)
+}
+
 fn create_bridge(state: &OvsState, desired: &DesiredBridge) -> Result<Vec<Operation>, OvsError> {
     let root = state
         .open_vswitch
@@ -129,36 +154,7 @@ fn create_bridge(state: &OvsState, desired: &DesiredBridge) -> Result<Vec<Operat
         other_config: BTreeMap::new(),
     };
     for (tag, port) in std::iter::once(&own).chain(&desired.ports).enumerate() {
-        let iface = format!("iface{tag}");
-        let mut iface_row = row([(udn_ovsdb::vswitch::interface::NAME, string(&port.name))]);
-        if !port.iface_type.is_empty() {
-            iface_row.insert(
-                udn_ovsdb::vswitch::interface::TYPE.to_owned(),
-                string(&port.iface_type),
-            );
-        }
-        ops.push(insert(
-            udn_ovsdb::vswitch::interface::TABLE,
-            &iface,
-            iface_row,
-        ));
-        let name = format!("port{tag}");
-        ops.push(insert(
-            udn_ovsdb::vswitch::port::TABLE,
-            &name,
-            row([
-                (udn_ovsdb::vswitch::port::NAME, string(&port.name)),
-                (
-                    udn_ovsdb::vswitch::port::INTERFACES,
-                    super::ops::refs(&[RowRef::Named(iface)]),
-                ),
-                (
-                    udn_ovsdb::vswitch::port::OTHER_CONFIG,
-                    string_map(&port.other_config),
-                ),
-            ]),
-        ));
-        port_refs.push(RowRef::Named(name));
+        port_refs.push(insert_port(&mut ops, tag, port));
     }
     let mut bridge_row = row([
         (bridge::NAME, string(&desired.name)),

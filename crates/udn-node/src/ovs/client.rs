@@ -1,6 +1,11 @@
 //! The connection to the local OVS database: what it monitors, and one method per step the
 //! agent takes (each plans from a snapshot of the replica and sends one transaction, or none
 //! when there is nothing to do).
+//!
+//! Plans see what the replica holds: this client's own commits at once (the client returns
+//! from `transact` after their monitor update), another client's (ovn-controller,
+//! `ovs-vsctl`) once its update has arrived. A plan made just before such an update may miss
+//! it; the transaction then fails (e.g. a name taken meanwhile) or the next pass fixes it.
 
 use std::future::Future;
 use std::time::Duration;
