@@ -11,6 +11,7 @@ pub mod annotations;
 pub mod cni;
 pub mod cni_config;
 pub mod config;
+pub mod gateway;
 pub mod isolation;
 pub mod metrics;
 pub mod netlink;
