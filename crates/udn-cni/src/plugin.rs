@@ -7,8 +7,11 @@
 //! | ADD | forwarded; metrics posted | the result in the config's `cniVersion` |
 //! | DEL | forwarded; metrics posted | nothing |
 //! | STATUS | forwarded; metrics posted | nothing |
-//! | CHECK | nothing: upstream's shim answers success without asking (CHECK right after ADD slowed pod start-up on CRI-O) | nothing |
-//! | GC | nothing to collect (no local state); metrics posted, as upstream | nothing |
+//! | CHECK | forwarded (the node agent verifies the pod's interface and port); metrics posted | nothing |
+//! | GC | forwarded (the node agent removes its attachments of the network that are not in `cni.dev/valid-attachments`); metrics posted | nothing |
+//!
+//! Upstream's shim answers CHECK and GC itself without asking its server (which implements
+//! neither); udn's node agent implements both as the CNI spec describes, so they go to it.
 //!
 //! Failure codes, besides the CNI library's for environment (4), stdin (5), config (6, 7)
 //! and version (1) problems:
@@ -107,19 +110,14 @@ pub(crate) fn run(
         PluginCommand::Add => add(&server, env, config, &conf),
         PluginCommand::Del => del(&server, env, config, &conf),
         PluginCommand::Status => status(&server, env, config, &conf),
-        PluginCommand::Gc => conf
-            .check_ours()
-            .map(|()| Vec::new())
-            .map_err(invalid_config),
-        PluginCommand::Check | PluginCommand::Version => Ok(Vec::new()),
+        PluginCommand::Check | PluginCommand::Gc => silent(&server, env, config, &conf),
+        PluginCommand::Version => Ok(Vec::new()),
     };
-    if command != PluginCommand::Check {
-        server.post_metrics(&RequestMetrics {
-            command: command.protocol(),
-            elapsed_time: started.elapsed().as_secs_f64(),
-            has_err: answer.is_err(),
-        });
-    }
+    server.post_metrics(&RequestMetrics {
+        command: command.protocol(),
+        elapsed_time: started.elapsed().as_secs_f64(),
+        has_err: answer.is_err(),
+    });
     match answer {
         Ok(stdout) => Outcome::ok(stdout),
         Err(err) => Outcome::failed(err, conf.version, &mut log),
@@ -192,6 +190,22 @@ fn status(
     server
         .request(&request)
         .map_err(|err| forward_error(err, server, true))?;
+    Ok(Vec::new())
+}
+
+/// CHECK and GC: forwarded; a 200 answer means done (its body is not read), anything
+/// else is the error.
+fn silent(
+    server: &Server,
+    env: &BTreeMap<String, String>,
+    config: Vec<u8>,
+    conf: &StdinConfig,
+) -> Result<Vec<u8>, CniError> {
+    conf.check_ours().map_err(invalid_config)?;
+    let request = Request::new(env.clone(), config, DeviceInfo::default());
+    server
+        .request(&request)
+        .map_err(|err| forward_error(err, server, false))?;
     Ok(Vec::new())
 }
 
@@ -326,19 +340,25 @@ mod tests {
     }
 
     #[test]
-    fn check_succeeds_silently() {
+    fn check_is_forwarded() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("none.sock");
+        let socket = socket.to_str().unwrap();
         let env = [
             ("CNI_COMMAND", "CHECK"),
             ("CNI_CONTAINERID", "c"),
             ("CNI_NETNS", "/n"),
             ("CNI_IFNAME", "eth0"),
+            (crate::client::SOCKET_ENV, socket),
         ];
-        let (outcome, stderr) = run_with(
+        let (outcome, _) = run_with(
             &env,
             r#"{"cniVersion":"0.4.0","name":"n","type":"ovn-k8s-cni-overlay"}"#,
         );
-        assert_eq!(outcome, Outcome::ok(Vec::new()));
-        assert_eq!(stderr, "");
+        // Nobody listens: the plugin tried the server.
+        assert!(!outcome.success);
+        let error: serde_json::Value = serde_json::from_slice(&outcome.stdout).unwrap();
+        assert_eq!(error["code"], 11, "{error}");
     }
 
     #[test]

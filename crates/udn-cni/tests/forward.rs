@@ -245,33 +245,48 @@ fn status_is_forwarded_and_silent() {
 }
 
 #[test]
-fn gc_posts_only_metrics_and_check_and_version_contact_nobody() {
-    let server = FakeServer::start(http(
-        "500 Internal Server Error",
-        "text/plain",
-        b"must not be asked\n",
-    ));
+fn gc_and_check_are_forwarded_and_version_contacts_nobody() {
+    let server = FakeServer::start(http("200 OK", "text/plain", b""));
     let conf = r#"{"cniVersion":"1.1.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","cni.dev/valid-attachments":[{"containerID":"a","ifname":"eth0"}]}"#;
     let run = run_plugin(&kubelet_env("GC", server.socket()), conf.as_bytes());
     run.assert_success();
     assert_eq!(run.stdout, "");
-    assert_eq!(server.requests().len(), 1);
+    let requests = server.requests();
+    let sent: Vec<_> = requests.iter().filter(|r| r.path() == "/").collect();
+    assert_eq!(sent.len(), 1, "{requests:?}");
+    assert_eq!(sent[0].json()["env"]["CNI_COMMAND"], "GC");
     assert_eq!(metrics_of(&server)["command"], "GC");
 
+    let server = FakeServer::start(http("200 OK", "text/plain", b""));
     let run = run_plugin(
         &kubelet_env("CHECK", server.socket()),
         default_conf("1.1.0").as_bytes(),
     );
     run.assert_success();
     assert_eq!(run.stdout, "");
+    let requests = server.requests();
+    let sent: Vec<_> = requests.iter().filter(|r| r.path() == "/").collect();
+    assert_eq!(sent.len(), 1, "{requests:?}");
+    assert_eq!(sent[0].json()["env"]["CNI_COMMAND"], "CHECK");
 
+    let body =
+        b"{\"code\":100,\"msg\":\"eth0: MAC 0a:58:0a:f4:01:06, expected 0a:58:0a:f4:01:05\"}\n";
+    let server = FakeServer::start(http("400 Bad Request", "application/json", body));
+    let run = run_plugin(
+        &kubelet_env("CHECK", server.socket()),
+        default_conf("1.1.0").as_bytes(),
+    );
+    assert_eq!(run.error()["code"], 100);
+    assert_eq!(metrics_of(&server)["hasErr"], true);
+
+    let server = FakeServer::start(http("500 Internal Server Error", "text/plain", b"no\n"));
     let run = run_plugin(&kubelet_env("VERSION", server.socket()), b"");
     run.assert_success();
     assert_eq!(
         run.stdout,
         "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n"
     );
-    assert_eq!(server.requests().len(), 1, "CHECK and VERSION sent nothing");
+    assert!(server.requests().is_empty(), "VERSION sent nothing");
 }
 
 #[test]
