@@ -14,7 +14,7 @@
 //!
 //! ```ignore
 //! let (tx, rx) = tokio::sync::watch::channel(None);
-//! tokio::spawn(GatewaySync::new(Ofctl::new(), Some(netlink_handle)).run(rx, RESYNC_PERIOD));
+//! tokio::spawn(GatewaySync::new(Ofctl::new(), Some(Netlink::connect_current("host")?)).run(rx, RESYNC_PERIOD));
 //! // whenever ofports, node addresses or the node's primary UDNs change:
 //! tx.send_replace(Some(BridgeInputs { .. }));
 //! ```
@@ -46,9 +46,8 @@ pub use inputs::{
     patch_port_name,
 };
 pub use neighbors::{
-    MasqueradeNeighbor, NeighborError, NeighborPlan, NeighborSyncError, ObservedNeighbor,
-    apply_neighbors, desired_neighbors, link_index, list_neighbors, masquerade_subnets,
-    plan_neighbors, sync_neighbors,
+    MasqueradeNeighbor, NeighborPlan, NeighborSyncError, apply_neighbors, desired_neighbors,
+    masquerade_subnets, plan_neighbors, sync_neighbors,
 };
 pub use ofctl::{DEFAULT_OVS_RUNDIR, FlowDiff, Ofctl, mgmt_socket};
 pub use render::DesiredError;

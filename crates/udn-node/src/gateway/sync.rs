@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use rtnetlink::Handle;
 use tokio::sync::watch;
 
 use super::desired::desired_flows;
@@ -16,6 +15,7 @@ use super::inputs::{BridgeInputs, OfPort};
 use super::neighbors::{NeighborPlan, NeighborSyncError, sync_neighbors};
 use super::ofctl::{FlowDiff, Ofctl};
 use super::render::DesiredError;
+use crate::netlink::Netlink;
 
 /// A gateway sync that failed.
 #[derive(Debug, thiserror::Error)]
@@ -146,17 +146,17 @@ pub async fn sync_flows(ofctl: &Ofctl, inputs: &BridgeInputs) -> Result<FlowSync
     })
 }
 
-/// Syncs the bridge's flows, its UDN ports' no-flood bit and (given a netlink handle in the
-/// bridge's netns) its masquerade neighbours.
+/// Syncs the bridge's flows, its UDN ports' no-flood bit and (given a [`Netlink`] bound to
+/// the bridge's netns) its masquerade neighbours.
 #[derive(Debug, Clone)]
 pub struct GatewaySync {
     ofctl: Ofctl,
-    netlink: Option<Handle>,
+    netlink: Option<Netlink>,
 }
 
 impl GatewaySync {
     /// A syncer; without `netlink` the neighbour entries are left alone.
-    pub fn new(ofctl: Ofctl, netlink: Option<Handle>) -> Self {
+    pub fn new(ofctl: Ofctl, netlink: Option<Netlink>) -> Self {
         Self { ofctl, netlink }
     }
 
@@ -164,7 +164,7 @@ impl GatewaySync {
     pub async fn sync(&self, inputs: &BridgeInputs) -> Result<GatewaySyncReport, GatewayError> {
         let neighbors =
             match &self.netlink {
-                Some(handle) => sync_neighbors(handle, inputs).await.map_err(|source| {
+                Some(netlink) => sync_neighbors(netlink, inputs).await.map_err(|source| {
                     GatewayError::Neighbors {
                         bridge: inputs.bridge.clone(),
                         source,

@@ -4,8 +4,9 @@ use ipnetwork::IpNetwork;
 use udn_api::annotations::MacAddress;
 use udn_api::cluster::{ClusterConfig, GatewayMode};
 
-use super::ofctl::parse_no_flood_ports;
+use super::ofctl::{parse_flow_diff, parse_no_flood_ports};
 use super::*;
+use crate::netlink::neighbor::ObservedNeighbor;
 
 fn net(text: &str) -> IpNetwork {
     text.parse().unwrap()
@@ -371,7 +372,12 @@ fn masquerade_neighbors_per_udn_and_family() {
     let neighbors = desired_neighbors(&inputs).unwrap();
     let pairs: Vec<(String, String)> = neighbors
         .iter()
-        .map(|entry| (entry.ip.to_string(), entry.mac.to_string()))
+        .map(|entry| {
+            (
+                entry.neighbor.ip.to_string(),
+                entry.neighbor.mac.to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         pairs,
@@ -384,8 +390,8 @@ fn masquerade_neighbors_per_udn_and_family() {
     let v6: Vec<String> = desired_neighbors(&inputs)
         .unwrap()
         .iter()
-        .filter(|entry| entry.ip.is_ipv6())
-        .map(|entry| entry.ip.to_string())
+        .filter(|entry| entry.neighbor.ip.is_ipv6())
+        .map(|entry| entry.neighbor.ip.to_string())
         .collect();
     assert_eq!(v6, ["fd69::b", "fd69::d"]);
 }
@@ -397,7 +403,7 @@ fn neighbor_plan_replaces_wrong_entries_and_removes_only_ours() {
     let subnets = masquerade_subnets(&inputs);
     let entry = |ip: &str, mac: Option<&str>, permanent| ObservedNeighbor {
         ip: ip.parse().unwrap(),
-        mac: mac.map(|text| udn_ipam::MacAddress(self::mac(text).0)),
+        mac: mac.map(self::mac),
         permanent,
     };
     // Converged.
@@ -468,5 +474,29 @@ fn patch_port_names() {
     assert_eq!(
         patch_port_name("breth0", &udn_api::names::ovn_prefix("blue_net"), "node1"),
         "patch-breth0_blue_net_node1-to-br-int"
+    );
+}
+
+#[test]
+fn identical_texts_on_both_sides_of_a_diff_are_no_difference() {
+    let text =
+        "-priority=110,ip,in_port=1,nw_frag=yes cookie=0xdeff105 actions=ct(table=0,zone=64004)
++priority=110,ip,in_port=1,nw_frag=yes cookie=0xdeff105 actions=ct(table=0,zone=64004)
+-table=7 priority=9 cookie=0x1234 actions=drop
++priority=5 actions=drop
+-priority=6 actions=drop
++priority=6 actions=output:2
+";
+    let diff = parse_flow_diff(text);
+    assert_eq!(
+        diff.remove,
+        [
+            "table=7 priority=9 cookie=0x1234 actions=drop",
+            "priority=6 actions=drop"
+        ]
+    );
+    assert_eq!(
+        diff.add,
+        ["priority=5 actions=drop", "priority=6 actions=output:2"]
     );
 }
