@@ -30,6 +30,8 @@ pub struct Reply {
     pub content_type: &'static str,
     /// The body.
     pub body: Bytes,
+    /// `X-Content-Type-Options: nosniff` (Go's `http.Error` sets it on plain-text errors).
+    pub nosniff: bool,
 }
 
 impl Reply {
@@ -39,6 +41,7 @@ impl Reply {
             status: StatusCode::OK,
             content_type: "application/json",
             body: body.into(),
+            nosniff: false,
         }
     }
 
@@ -48,6 +51,7 @@ impl Reply {
             status: StatusCode::OK,
             content_type: "text/plain",
             body: Bytes::new(),
+            nosniff: false,
         }
     }
 
@@ -57,15 +61,23 @@ impl Reply {
             status: StatusCode::BAD_REQUEST,
             content_type: "application/json",
             body: body.into(),
+            nosniff: false,
         }
     }
 
-    /// 400 with plain text (upstream's form for errors that are no CNI errors).
+    /// 400 with plain text and a newline, as Go's `http.Error` (upstream's form for errors
+    /// that are no CNI errors).
     pub fn text_error(text: impl Into<String>) -> Self {
+        Self::text_error_bytes(format!("{}\n", text.into()))
+    }
+
+    /// 400 with the plain-text body `body` (already ending in a newline).
+    pub fn text_error_bytes(body: impl Into<Bytes>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
-            content_type: "text/plain",
-            body: Bytes::from(text.into()),
+            content_type: "text/plain; charset=utf-8",
+            body: body.into(),
+            nosniff: true,
         }
     }
 }
@@ -157,6 +169,7 @@ async fn route<H: Handler>(handler: &H, request: http::Request<Incoming>) -> Res
             status: StatusCode::METHOD_NOT_ALLOWED,
             content_type: "text/plain",
             body: Bytes::from_static(b"only POST is served"),
+            nosniff: false,
         });
     }
     match parts.uri.path() {
@@ -172,6 +185,7 @@ async fn route<H: Handler>(handler: &H, request: http::Request<Incoming>) -> Res
             status: StatusCode::NOT_FOUND,
             content_type: "text/plain",
             body: Bytes::from(format!("no handler for {other}")),
+            nosniff: false,
         }),
     }
 }
@@ -183,6 +197,12 @@ fn respond(reply: Reply) -> Response<Full<Bytes>> {
         response
             .headers_mut()
             .insert(http::header::CONTENT_TYPE, value);
+    }
+    if reply.nosniff {
+        response.headers_mut().insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
     }
     response
 }
@@ -263,7 +283,8 @@ mod tests {
             failed.starts_with("HTTP/1.1 400 Bad Request\r\n"),
             "{failed}"
         );
-        assert!(failed.ends_with("[ns/pod] no"), "{failed}");
+        assert!(failed.ends_with("[ns/pod] no\n"), "{failed}");
+        assert!(failed.contains("nosniff"), "{failed}");
         assert!(metrics.starts_with("HTTP/1.1 200 OK\r\n"), "{metrics}");
         assert_eq!(
             handler.metrics.lock().unwrap().as_slice(),
