@@ -7,6 +7,7 @@
 //! snapshot) -> desired (plain data) -> plan (the diff against what this agent owns) ->
 //! apply (one OVSDB transaction, one `nft -f` transaction, one netlink batch).
 
+pub mod agent;
 pub mod annotations;
 pub mod cni;
 pub mod cni_config;

@@ -90,6 +90,11 @@ impl Stores {
         })
     }
 
+    /// A receiver of the change counter (`changed().await` wakes on the next change).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.clone()
+    }
+
     /// The pod `namespace/name`, if cached.
     pub fn pod(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<Pod>> {
         self.pods

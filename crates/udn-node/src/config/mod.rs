@@ -82,6 +82,8 @@ pub struct Config {
     pub cni_log_file: Option<String>,
     /// OVS's database.
     pub ovs: Endpoint,
+    /// OVS's database, as given (`unix:PATH` or `tcp:IP:PORT`).
+    pub ovs_address: String,
     /// `ovn-remote` (the zone's SB as ovn-controller reaches it), as given.
     pub ovn_remote: String,
     /// Bridges' `datapath_type`; `netdev` also turns pod TX checksum offload off (OVS's
@@ -154,6 +156,7 @@ impl Config {
             cni_log_level: args.loglevel,
             cni_log_file: args.cnilogfile.clone(),
             ovs,
+            ovs_address: args.ovs_address.clone(),
             ovn_remote: args.sb_address.clone(),
             datapath_type: args.ovs_datapath_type.clone(),
             kubelet_cgroup_path: args.kubelet_cgroup_path.clone(),

@@ -1,0 +1,316 @@
+//! The node agent's life (upstream ovnkube-node's start-up order,
+//! `node-and-interconnect.md` §5): OVS's `Open_vSwitch` row and `br-int`, host isolation,
+//! the wait for the node's host subnet, the node's annotations, the management port, the
+//! CNI server, and the CNI config file last (its presence marks the node ready). Then it
+//! keeps host isolation in step with the pods and re-applies the management port.
+
+pub mod facts;
+pub mod mgmt;
+pub mod pods;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::Reporter;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+use udn_api::annotations::node_subnets::parse_node_subnets;
+use udn_api::names::{ANNOTATION_NODE_SUBNETS, DEFAULT_NETWORK_NAME};
+use udn_runtime::events::{Events, Publisher, Subject, Warning};
+use udn_runtime::{Readiness, Shutdown};
+
+use crate::cni::server::{bind, serve};
+use crate::cni::{CniContext, CniHandler};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::netlink::TxChecksumOffload;
+use crate::ovs::{BR_INT, ChassisConfig, DesiredBridge, Ovs, OvsConfig, OvsError};
+use crate::watch::{Stores, WatchError};
+
+/// The field manager and Event reporter.
+pub const NODE_AGENT: &str = "udn-node";
+
+/// Upstream's wait for the node's host subnet (`node-subnets["default"]`).
+const SUBNET_WAIT: Duration = Duration::from_secs(300);
+
+/// How often the management port and the node's annotations are re-applied.
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// Why the agent stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// OVS.
+    #[error("OVS: {0}")]
+    Ovs(#[from] OvsError),
+    /// The watches.
+    #[error(transparent)]
+    Watch(#[from] WatchError),
+    /// No host subnet in time.
+    #[error(
+        "timed out waiting for node's {node} logical switch (k8s.ovn.org/node-subnets has no default entry after {seconds} s)"
+    )]
+    NoHostSubnet {
+        /// The node.
+        node: String,
+        /// How long it waited.
+        seconds: u64,
+    },
+    /// The host's facts.
+    #[error(transparent)]
+    Facts(#[from] facts::FactsError),
+    /// An annotation could not be formatted.
+    #[error("node annotations: {0}")]
+    Annotation(#[from] udn_api::annotations::AnnotationError),
+    /// The API server refused the node's annotations.
+    #[error("writing node {node}'s annotations: {source}")]
+    Annotate {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The management port.
+    #[error(transparent)]
+    Mgmt(#[from] mgmt::MgmtError),
+    /// Host isolation.
+    #[error("host isolation: {0}")]
+    Isolation(#[from] crate::isolation::IsolationError),
+    /// The CNI server.
+    #[error(transparent)]
+    Server(#[from] crate::cni::server::ServerError),
+    /// The CNI config file.
+    #[error(transparent)]
+    CniConfig(#[from] crate::cni_config::CniConfigError),
+}
+
+/// Runs the agent until `shutdown`.
+pub async fn run(
+    config: Arc<Config>,
+    client: Client,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: Shutdown,
+) -> Result<(), AgentError> {
+    let node = config.node_name.clone();
+    let mut events = Events::new(Some(Publisher {
+        client: client.clone(),
+        reporter: Reporter {
+            controller: NODE_AGENT.to_owned(),
+            instance: Some(node.clone()),
+        },
+    }));
+    // 1. OVS: br-int and the chassis identity ovn-controller needs.
+    let ovs = Ovs::connect(&OvsConfig::new(&config.ovs_address)?).await?;
+    ovs.ensure_bridge(&DesiredBridge::integration(&config.datapath_type))
+        .await?;
+    let mut tasks = JoinSet::new();
+    let stores = Stores::start(&client, &node, &mut tasks).await?;
+    let facts = facts::gather(&config, &ovs).await?;
+    let encap_ip = facts
+        .encap_ips
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    ovs.ensure_chassis_config(&chassis_config(&config, &encap_ip))
+        .await?;
+    if let Some(gateway) = &facts.gateway {
+        ovs.ensure_bridge_mapping("physnet", &gateway.bridge)
+            .await?;
+    }
+    // 2. Host isolation (primary UDNs).
+    let isolation = if config.segmentation {
+        let started = pods::start_isolation(&config).await?;
+        let warnings = started
+            .warnings
+            .iter()
+            .map(|w| Warning {
+                subject: Subject::Node(node.clone()),
+                reason: w.reason.as_str(),
+                message: w.message.clone(),
+            })
+            .collect();
+        events.report(warnings).await;
+        Some(started)
+    } else {
+        None
+    };
+    // 3. The node's host subnet (cluster-manager writes it).
+    let host_subnets = stores
+        .wait_for(SUBNET_WAIT, |stores| {
+            let node = stores.own_node()?;
+            let value = node
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(ANNOTATION_NODE_SUBNETS)?;
+            parse_node_subnets(value)
+                .ok()?
+                .remove(DEFAULT_NETWORK_NAME)
+                .filter(|subnets| !subnets.is_empty())
+        })
+        .await
+        .ok_or_else(|| AgentError::NoHostSubnet {
+            node: node.clone(),
+            seconds: SUBNET_WAIT.as_secs(),
+        })?;
+    // 4. The node's own annotations.
+    annotate(&client, &stores, &facts).await?;
+    // 5. The management port.
+    let cluster_subnets: Vec<_> = config
+        .cluster
+        .cluster_subnets
+        .iter()
+        .map(|entry| entry.cidr)
+        .collect();
+    let masquerade = [
+        ipnetwork::IpNetwork::V4(config.cluster.masquerade_subnet_v4),
+        ipnetwork::IpNetwork::V6(config.cluster.masquerade_subnet_v6),
+    ];
+    let mp0 = mgmt::desired(
+        &node,
+        &host_subnets,
+        &cluster_subnets,
+        &masquerade,
+        config.cluster.mtu,
+    )?;
+    mgmt::apply(&ovs, &mp0).await?;
+    // 6. The CNI server, then the config file that tells kubelet the network is ready.
+    let tx_offload = match ovs.datapath_type(BR_INT)?.as_deref() {
+        Some("netdev") => TxChecksumOffload::Disable,
+        _ => TxChecksumOffload::Keep,
+    };
+    let ctx = Arc::new(CniContext {
+        config: Arc::clone(&config),
+        stores: stores.clone(),
+        ovs,
+        metrics,
+        tx_offload,
+    });
+    let listener = bind(&config.cni_server_socket)?;
+    tasks.spawn(serve(
+        listener,
+        Arc::new(CniHandler::new(Arc::clone(&ctx))),
+        shutdown.clone(),
+    ));
+    let written = crate::cni_config::write(
+        &config.cni_conf_dir,
+        &crate::cni_config::render(config.cni_log_level, config.cni_log_file.as_deref()),
+    )?;
+    info!(
+        node = %node,
+        socket = %config.cni_server_socket.display(),
+        cni_config_written = written,
+        "node agent ready"
+    );
+    readiness.set_ready(true);
+    // 7. Steady state.
+    let mut isolation = isolation;
+    let mut resync = tokio::time::interval(RESYNC);
+    resync.tick().await;
+    let mut pods_seen = pods::PodVersions::default();
+    let mut changes = stores.subscribe();
+    if let Some(started) = &mut isolation {
+        pods::sync_isolation(&mut started.isolation, &stores, &mut pods_seen).await?;
+    }
+    loop {
+        tokio::select! {
+            () = shutdown.wait() => break,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                if let Some(started) = &mut isolation
+                    && let Err(error) = pods::update_isolation(&mut started.isolation, &stores, &mut pods_seen).await
+                {
+                    ctx.metrics.error("nft");
+                    warn!(error = %error, "host isolation update failed");
+                }
+            }
+            trigger = next_trigger(&mut isolation) => {
+                if let (Some(started), Some(trigger)) = (&mut isolation, trigger) {
+                    match started.isolation.handle(trigger).await {
+                        Ok(check) => info!(check = ?check, "kubelet rule checked"),
+                        Err(error) => {
+                            ctx.metrics.error("nft");
+                            warn!(error = %error, "kubelet rule reload failed");
+                        }
+                    }
+                }
+            }
+            _ = resync.tick() => {
+                if let Err(error) = mgmt::apply(&ctx.ovs, &mp0).await {
+                    ctx.metrics.error("netlink");
+                    warn!(error = %error, "management port resync failed");
+                }
+                match facts::gather(&config, &ctx.ovs).await {
+                    Ok(facts) => {
+                        if let Err(error) = annotate(&client, &stores, &facts).await {
+                            ctx.metrics.error("annotation");
+                            warn!(error = %error, "node annotation resync failed");
+                        }
+                    }
+                    Err(error) => warn!(error = %error, "reading the host's facts failed"),
+                }
+            }
+        }
+    }
+    tasks.abort_all();
+    Ok(())
+}
+
+async fn next_trigger(
+    isolation: &mut Option<crate::isolation::Started<crate::nft::NftCli>>,
+) -> Option<crate::isolation::ReloadTrigger> {
+    match isolation {
+        Some(started) => Some(started.triggers.next().await),
+        None => std::future::pending().await,
+    }
+}
+
+fn chassis_config(config: &Config, encap_ip: &str) -> ChassisConfig {
+    let mut chassis = ChassisConfig::new(encap_ip, &config.node_name);
+    chassis.encap_type = config.encap_type.clone();
+    chassis.openflow_probe = u64::from(config.openflow_probe);
+    chassis.monitor_all = config.monitor_all;
+    chassis.lflow_cache_enable = config.enable_lflow_cache;
+    chassis.ofctrl_wait_before_clear_ms = u64::from(config.ofctrl_wait_before_clear);
+    chassis.ovn_remote = Some(config.ovn_remote.clone());
+    if config.datapath_type == "netdev" {
+        chassis
+            .extra_external_ids
+            .insert("ovn-bridge-datapath-type".to_owned(), "netdev".to_owned());
+    }
+    chassis
+}
+
+/// Writes the node's own annotations (what differs) on `nodes/status`, as upstream.
+async fn annotate(
+    client: &Client,
+    stores: &Stores,
+    facts: &crate::annotations::NodeFacts,
+) -> Result<(), AgentError> {
+    let desired = crate::annotations::desired(facts)?;
+    let current = stores
+        .own_node()
+        .and_then(|node| node.metadata.annotations.clone())
+        .unwrap_or_default();
+    let Some(patch) = crate::annotations::patch(&current, &desired) else {
+        return Ok(());
+    };
+    let params = PatchParams {
+        field_manager: Some(NODE_AGENT.to_owned()),
+        ..PatchParams::default()
+    };
+    Api::<Node>::all(client.clone())
+        .patch_status(&facts.node, &params, &Patch::Strategic(&patch))
+        .await
+        .map_err(|source| AgentError::Annotate {
+            node: facts.node.clone(),
+            source,
+        })?;
+    Ok(())
+}
