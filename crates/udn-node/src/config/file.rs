@@ -33,7 +33,12 @@ const SETTINGS: &[(&str, &str, &str, Kind)] = &[
         Kind::Value,
     ),
     ("kubernetes", "kubeconfig", "kubeconfig", Kind::Value),
-    ("kubernetes", "service-cidrs", "service-cidrs", Kind::Value),
+    (
+        "kubernetes",
+        "service-cidrs",
+        "k8s-service-cidrs",
+        Kind::Value,
+    ),
     ("gateway", "mode", "gateway-mode", Kind::Value),
     ("gateway", "interface", "gateway-interface", Kind::Value),
     ("gateway", "next-hop", "gateway-nexthop", Kind::Value),
