@@ -43,18 +43,18 @@ async fn default_network_pods_on_two_nodes() {
     let pod_a = CniPod {
         namespace: "plain",
         name: "a",
-        uid: &uid_a,
+        uid: uid_a.clone(),
         sandbox: "aaaaaaaaaaaaaaaaaaaa0001",
-        netns: &ns_a,
+        netns: ns_a.clone(),
         ifname: "eth0",
         extra_env: Vec::new(),
     };
     let pod_b = CniPod {
         namespace: "plain",
         name: "b",
-        uid: &uid_b,
+        uid: uid_b.clone(),
         sandbox: "bbbbbbbbbbbbbbbbbbbb0002",
-        netns: &ns_b,
+        netns: ns_b.clone(),
         ifname: "eth0",
         extra_env: Vec::new(),
     };
@@ -188,5 +188,145 @@ async fn default_network_pods_on_two_nodes() {
     let gc = stack.cni("node2", "GC", &pod_b, Some(&gc_conf.to_string()));
     assert_eq!(gc.code, 0, "{gc:?}");
     assert!(!ovs_ports(&stack, "node2").contains(&"bbbbbbbbbbbbbbb".to_owned()));
+    stack.assert_running();
+}
+
+/// Waits until `check` returns `Some`, polling the API.
+async fn eventually<T, F, Fut>(what: &str, stack: &mut Stack, mut check: F) -> T
+where
+    F: FnMut(kube::Client) -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        if let Some(found) = check(stack.client.clone()).await {
+            return found;
+        }
+        stack.assert_running();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} not there after {WAIT:?}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
+    let mut stack = Stack::start(2).await;
+    create_namespace(&stack.client, "blue", true).await;
+    let udn: udn_api::crd::UserDefinedNetwork = serde_json::from_value(udn_test_support::l3_udn(
+        "blue",
+        "net",
+        "Primary",
+        &["10.128.0.0/16"],
+    ))
+    .unwrap();
+    kube::Api::<udn_api::crd::UserDefinedNetwork>::namespaced(stack.client.clone(), "blue")
+        .create(&kube::api::PostParams::default(), &udn)
+        .await
+        .unwrap();
+    eventually("the NAD blue/net", &mut stack, |client| async move {
+        kube::Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(client, "blue")
+            .get_opt("net")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    let uid_a = create_pod(&stack.client, "blue", "a", "node1").await;
+    let uid_b = create_pod(&stack.client, "blue", "b", "node2").await;
+    let ns_a = stack.pod_netns("blue-a");
+    let ns_b = stack.pod_netns("blue-b");
+    let pod = |name: &'static str, uid: &str, sandbox: &'static str, netns: &str| CniPod {
+        namespace: "blue",
+        name,
+        uid: uid.to_owned(),
+        sandbox,
+        netns: netns.to_owned(),
+        ifname: "eth0",
+        extra_env: Vec::new(),
+    };
+    let pod_a = pod("a", &uid_a, "cccccccccccccccccccc0003", &ns_a);
+    let pod_b = pod("b", &uid_b, "dddddddddddddddddddd0004", &ns_b);
+    let added = stack.cni("node1", "ADD", &pod_a, None);
+    assert_eq!(added.code, 0, "{added:?}\n{}", stack.logs());
+    let added_b = stack.cni("node2", "ADD", &pod_b, None);
+    assert_eq!(added_b.code, 0, "{added_b:?}\n{}", stack.logs());
+
+    let entries = annotation(&stack, "blue", "a").await;
+    let default = &entries["default"];
+    let udn = &entries["blue/net"];
+    assert_eq!(default["role"], "infrastructure-locked");
+    assert_eq!(udn["role"], "primary");
+    // Upstream's merged result: eth0's pair, then ovn-udn1's; the default IP has no gateway.
+    let result = added.json();
+    let interfaces = result["interfaces"].as_array().unwrap();
+    assert_eq!(interfaces.len(), 4, "{result}");
+    assert_eq!(interfaces[0]["name"], "ccccccccccccccc");
+    assert_eq!(interfaces[1]["name"], "eth0");
+    let udn_host = interfaces[2]["name"].as_str().unwrap();
+    assert!(udn_host.starts_with("ccccccccccccc_"), "{result}");
+    assert_eq!(interfaces[3]["name"], "ovn-udn1");
+    assert_eq!(interfaces[3]["mac"], udn["mac_address"]);
+    let ips = result["ips"].as_array().unwrap();
+    assert_eq!(ips[0]["interface"], 1);
+    assert_eq!(ips[0]["address"], default["ip_addresses"][0]);
+    assert!(ips[0].get("gateway").is_none(), "{result}");
+    assert_eq!(ips[1]["interface"], 3);
+    assert_eq!(ips[1]["address"], udn["ip_addresses"][0]);
+    assert_eq!(ips[1]["gateway"], udn["gateway_ips"][0]);
+
+    // The default route goes through ovn-udn1; the UDN port carries the network's ids.
+    let routes = String::from_utf8(in_netns(&ns_a, &["ip", "route"]).stdout).unwrap();
+    let gateway = udn["gateway_ips"][0].as_str().unwrap();
+    assert!(
+        routes.contains(&format!("default via {gateway} dev ovn-udn1")),
+        "{routes}"
+    );
+    let ids = stack
+        .lab
+        .node("node1")
+        .unwrap()
+        .vsctl(&["get", "Interface", udn_host, "external_ids"])
+        .unwrap();
+    assert!(ids.contains("\"k8s.ovn.org/nad\"=\"blue/net\""), "{ids}");
+    assert!(ids.contains("\"k8s.ovn.org/network\"=blue_net"), "{ids}");
+    assert!(ids.contains("pod-if-name=ovn-udn1"), "{ids}");
+
+    // The two pods reach each other on the UDN, across nodes.
+    let udn_b = annotation(&stack, "blue", "b").await["blue/net"]["ip_addresses"][0]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ping = in_netns(&ns_a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", &udn_b]);
+    assert!(
+        ping.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&ping.stdout),
+        stack.logs()
+    );
+    let check = stack.cni("node1", "CHECK", &pod_a, None);
+    assert_eq!(check.code, 0, "{check:?}");
+
+    // One DEL (the default network's) removes both interfaces.
+    let del = stack.cni("node1", "DEL", &pod_a, None);
+    assert_eq!(del.code, 0, "{del:?}");
+    let ports = stack
+        .lab
+        .node("node1")
+        .unwrap()
+        .vsctl(&["list-ports", "br-int"])
+        .unwrap();
+    assert!(!ports.contains("ccccccccccccc"), "{ports}");
+    let links = String::from_utf8(in_netns(&ns_a, &["ip", "-o", "link"]).stdout).unwrap();
+    assert!(
+        !links.contains("ovn-udn1") && !links.contains("eth0"),
+        "{links}"
+    );
     stack.assert_running();
 }

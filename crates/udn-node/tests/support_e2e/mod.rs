@@ -366,9 +366,9 @@ impl Stack {
 pub struct CniPod<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
-    pub uid: &'a str,
+    pub uid: String,
     pub sandbox: &'a str,
-    pub netns: &'a str,
+    pub netns: String,
     pub ifname: &'a str,
     /// Variables to set (`Some`) or remove (`None`).
     pub extra_env: Vec<(&'a str, Option<&'a str>)>,
