@@ -330,3 +330,103 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
     );
     stack.assert_running();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_cni_errors_and_leave_nothing_behind() {
+    let mut stack = Stack::start(1).await;
+    create_namespace(&stack.client, "plain", false).await;
+    let netns = stack.pod_netns("bad");
+    let base = CniPod {
+        namespace: "plain",
+        name: "ghost",
+        uid: String::new(),
+        sandbox: "eeeeeeeeeeeeeeeeeeee0005",
+        netns: netns.clone(),
+        ifname: "eth0",
+        extra_env: Vec::new(),
+    };
+    let nothing_left = |stack: &Stack| {
+        let ports = stack
+            .lab
+            .node("node1")
+            .unwrap()
+            .vsctl(&["list-ports", "br-int"])
+            .unwrap();
+        assert!(!ports.contains("eeeeeeeeeeeeeee"), "{ports}");
+        let links = String::from_utf8(in_netns(&netns, &["ip", "-o", "link"]).stdout).unwrap();
+        assert!(!links.contains("eth0"), "{links}");
+    };
+
+    // A pod the API does not have: the server's error, named, through the plugin.
+    let run = stack.cni("node1", "ADD", &base, None);
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = run.json();
+    assert_eq!(error["code"], 999, "{error}");
+    let msg = error["msg"].as_str().unwrap();
+    assert!(
+        msg.contains("[plain/ghost eeeeeeeeeeeeeeeeeeee0005 network default"),
+        "{msg}"
+    );
+    assert!(msg.contains("timed out waiting for pod after 1s"), "{msg}");
+    nothing_left(&stack);
+
+    // Caught by the plugin before the server: no K8S_POD_NAME, no CNI_ARGS, an unknown
+    // command, broken or truncated stdin, an unsupported version.
+    let no_name = CniPod {
+        extra_env: vec![("CNI_ARGS", Some("K8S_POD_NAMESPACE=plain"))],
+        ..base.clone()
+    };
+    let run = stack.cni("node1", "ADD", &no_name, None);
+    assert_eq!(run.json()["code"], 4, "{run:?}");
+    assert!(
+        run.json()["msg"].as_str().unwrap().contains("K8S_POD_NAME"),
+        "{run:?}"
+    );
+    let no_args = CniPod {
+        extra_env: vec![("CNI_ARGS", None)],
+        ..base.clone()
+    };
+    let run = stack.cni("node1", "ADD", &no_args, None);
+    assert_eq!(run.json()["code"], 4, "{run:?}");
+    let run = stack.cni("node1", "FROB", &base, None);
+    assert_eq!(run.json()["code"], 4, "{run:?}");
+    let conf =
+        std::fs::read_to_string(stack.agent("node1").conf_dir.join("10-ovn-kubernetes.conf"))
+            .unwrap();
+    let run = stack.cni("node1", "ADD", &base, Some(&conf[..conf.len() / 2]));
+    assert_eq!(run.json()["code"], 6, "{run:?}");
+    let run = stack.cni("node1", "ADD", &base, Some("not json"));
+    assert_eq!(run.json()["code"], 6, "{run:?}");
+    let old = conf.replace("\"1.1.0\"", "\"0.3.1\"");
+    let run = stack.cni("node1", "ADD", &base, Some(&old));
+    assert_eq!(run.json()["code"], 1, "{run:?}");
+    assert!(
+        run.json()["msg"]
+            .as_str()
+            .unwrap()
+            .contains("incompatible CNI versions"),
+        "{run:?}"
+    );
+
+    // A pod that never gets its annotation (its zone's controller is gone): ADD waits,
+    // then fails naming the wait; nothing is wired.
+    stack.controllers[0].kill();
+    let uid = create_pod(&stack.client, "plain", "late", "node1").await;
+    let late = CniPod {
+        name: "late",
+        uid,
+        ..base.clone()
+    };
+    let run = stack.cni("node1", "ADD", &late, None);
+    let error = run.json();
+    assert_eq!(error["code"], 999, "{error}");
+    assert!(
+        error["msg"]
+            .as_str()
+            .unwrap()
+            .contains("timed out waiting for annotations"),
+        "{error}"
+    );
+    nothing_left(&stack);
+    stack.agents[0].process.assert_running();
+}

@@ -16,7 +16,7 @@ use super::context::CniContext;
 use super::del::del;
 use super::gc::gc;
 use super::network::{Attachment, attachment_of_netconf};
-use super::server::{Handler, REQUEST_TIMEOUT, Reply};
+use super::server::{Handler, Reply};
 
 /// The server's handler.
 #[derive(Debug, Clone)]
@@ -86,7 +86,9 @@ impl CniHandler {
         let for_pod = |error: &dyn std::fmt::Display| ErrorResponse::for_pod(&label, error);
         let answer = match pod_request.command {
             Command::Add => {
-                let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+                // A little before the server's own cut-off, so the answer is ADD's error.
+                let budget = self.ctx.config.cni_request_timeout;
+                let deadline = tokio::time::Instant::now() + budget.mul_f64(0.95);
                 add(&self.ctx, &pod_request, deadline)
                     .await
                     .map(|result| Reply::json(Response::add(result, None).to_json()))
@@ -148,7 +150,11 @@ impl Handler for CniHandler {
     fn timed_out(&self) -> Reply {
         Reply::text_error(format!(
             "CNI request did not finish within {} s",
-            REQUEST_TIMEOUT.as_secs()
+            self.ctx.config.cni_request_timeout.as_secs()
         ))
+    }
+
+    fn timeout(&self) -> std::time::Duration {
+        self.ctx.config.cni_request_timeout
     }
 }

@@ -90,6 +90,10 @@ pub trait Handler: Send + Sync + 'static {
     fn shim_metrics(&self, body: Bytes);
     /// The reply when a request runs out of time.
     fn timed_out(&self) -> Reply;
+    /// The budget of one request (upstream's [`REQUEST_TIMEOUT`]).
+    fn timeout(&self) -> Duration {
+        REQUEST_TIMEOUT
+    }
 }
 
 /// Why the server could not start.
@@ -173,7 +177,7 @@ async fn route<H: Handler>(handler: &H, request: http::Request<Incoming>) -> Res
         });
     }
     match parts.uri.path() {
-        "/" => match tokio::time::timeout(REQUEST_TIMEOUT, handler.request(body)).await {
+        "/" => match tokio::time::timeout(handler.timeout(), handler.request(body)).await {
             Ok(reply) => respond(reply),
             Err(_) => respond(handler.timed_out()),
         },

@@ -54,6 +54,10 @@ pub struct NodeArgs {
     /// `UDN_CNI_SERVER_SOCKET` for another one).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_CNI_SERVER_SOCKET)]
     pub cni_server_socket: PathBuf,
+    /// The CNI server's budget per request, seconds (upstream's is fixed at 120, the CRI
+    /// operation timeout of kubelet).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub cni_request_timeout: u64,
     /// `logLevel` written into the CNI config file (upstream's `--loglevel`).
     #[arg(long, value_name = "LEVEL", default_value_t = 4)]
     pub loglevel: u32,

@@ -76,6 +76,8 @@ pub struct Config {
     pub cni_conf_dir: PathBuf,
     /// The CNI server's socket.
     pub cni_server_socket: PathBuf,
+    /// The CNI server's budget per request.
+    pub cni_request_timeout: std::time::Duration,
     /// `logLevel` of the CNI config file.
     pub cni_log_level: u32,
     /// `logFile` of the CNI config file.
@@ -153,6 +155,7 @@ impl Config {
             encap_type: args.encap_type.clone(),
             cni_conf_dir: args.cni_conf_dir.clone(),
             cni_server_socket: args.cni_server_socket.clone(),
+            cni_request_timeout: std::time::Duration::from_secs(args.cni_request_timeout.max(1)),
             cni_log_level: args.loglevel,
             cni_log_file: args.cnilogfile.clone(),
             ovs,

@@ -153,6 +153,8 @@ fn agent_command(
         .arg("--cni-conf-dir")
         .arg(conf_dir)
         .args(["--admin-bind-address", "127.0.0.1:0"])
+        // Short enough for the test of a pod that never gets its annotation.
+        .args(["--cni-request-timeout", "20"])
         .args(["--leader-elect=false", "--log-filter", "udn=debug,info"]);
     if let Some(path) = cgroup {
         command.args(["--kubelet-cgroup-path", path]);
