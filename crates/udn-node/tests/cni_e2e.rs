@@ -313,6 +313,24 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
     let check = stack.cni("node1", "CHECK", &pod_a, None);
     assert_eq!(check.code, 0, "{check:?}");
 
+    // The agent programmed breth0: upstream's default flows and blue_net's masquerade.
+    let node1 = stack.lab.node("node1").unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let flows = node1
+            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+            .unwrap();
+        if flows.contains("priority=205") && flows.contains("nat(src=172.18.0.2)") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "breth0 flows:\n{flows}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
     // One DEL (the default network's) removes both interfaces.
     let del = stack.cni("node1", "DEL", &pod_a, None);
     assert_eq!(del.code, 0, "{del:?}");

@@ -267,6 +267,13 @@ impl Node {
             .run(&self.step("ovs-vsctl"))
     }
 
+    /// The node's `OVS_RUNDIR`: where ovs-vswitchd keeps its pidfile, control socket and
+    /// the bridges' `<bridge>.mgmt` OpenFlow sockets (what `ovs-ofctl` and `ovs-appctl`
+    /// need to find them).
+    pub fn ovs_rundir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Runs `ovs-ofctl` with the node's `OVS_RUNDIR` (so `br-int` names the node's bridge).
     pub fn ofctl(&self, args: &[&str]) -> Result<String, LabError> {
         Cmd::new("ovs-ofctl")

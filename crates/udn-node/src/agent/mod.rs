@@ -5,6 +5,7 @@
 //! keeps host isolation in step with the pods and re-applies the management port.
 
 pub mod facts;
+pub mod gateway;
 pub mod mgmt;
 pub mod pods;
 
@@ -38,6 +39,10 @@ const SUBNET_WAIT: Duration = Duration::from_secs(300);
 
 /// How often the management port and the node's annotations are re-applied.
 const RESYNC: Duration = Duration::from_secs(30);
+
+/// How often the gateway bridge's flows are compared with what they should be (upstream
+/// re-syncs them every 15 s).
+const GATEWAY_RESYNC: Duration = Duration::from_secs(15);
 
 /// Why the agent stopped.
 #[derive(Debug, thiserror::Error)]
@@ -207,7 +212,35 @@ pub async fn run(
         "node agent ready"
     );
     readiness.set_ready(true);
-    // 7. Steady state.
+    // 7. The gateway bridge's flows: synced whenever its inputs change, and every 15 s.
+    let (gateway_tx, gateway_rx) = tokio::sync::watch::channel(None);
+    let gateway_sync = crate::gateway::GatewaySync::new(
+        crate::gateway::Ofctl::new(),
+        Some(crate::netlink::Netlink::connect_current("host").map_err(mgmt::MgmtError::from)?),
+    );
+    tasks.spawn(gateway_sync.run(gateway_rx, GATEWAY_RESYNC));
+    let mut fdb_done = false;
+    let mut facts = facts;
+    let refresh_gateway = |facts: &crate::annotations::NodeFacts| match gateway::bridge_inputs(
+        &config, facts, &ctx.ovs, &stores,
+    ) {
+        Ok(inputs) => {
+            gateway_tx.send_if_modified(|current| {
+                let changed = *current != inputs;
+                *current = inputs.clone();
+                changed
+            });
+            inputs
+        }
+        Err(error) => {
+            warn!(error = %error, "reading the gateway bridge's ports failed");
+            None
+        }
+    };
+    if let Some(inputs) = refresh_gateway(&facts) {
+        fdb_done = static_fdb(&inputs).await;
+    }
+    // 8. Steady state.
     let mut isolation = isolation;
     let mut resync = tokio::time::interval(RESYNC);
     resync.tick().await;
@@ -229,6 +262,11 @@ pub async fn run(
                     ctx.metrics.error("nft");
                     warn!(error = %error, "host isolation update failed");
                 }
+                if let Some(inputs) = refresh_gateway(&facts)
+                    && !fdb_done
+                {
+                    fdb_done = static_fdb(&inputs).await;
+                }
             }
             trigger = next_trigger(&mut isolation) => {
                 if let (Some(started), Some(trigger)) = (&mut isolation, trigger) {
@@ -247,19 +285,40 @@ pub async fn run(
                     warn!(error = %error, "management port resync failed");
                 }
                 match facts::gather(&config, &ctx.ovs).await {
-                    Ok(facts) => {
-                        if let Err(error) = annotate(&client, &stores, &facts).await {
+                    Ok(fresh) => {
+                        if let Err(error) = annotate(&client, &stores, &fresh).await {
                             ctx.metrics.error("annotation");
                             warn!(error = %error, "node annotation resync failed");
                         }
+                        facts = fresh;
                     }
                     Err(error) => warn!(error = %error, "reading the host's facts failed"),
+                }
+                if let Some(inputs) = refresh_gateway(&facts)
+                    && !fdb_done
+                {
+                    fdb_done = static_fdb(&inputs).await;
                 }
             }
         }
     }
     tasks.abort_all();
     Ok(())
+}
+
+/// Gateway init's static FDB entry for the bridge MAC on the bridge's own port (otherwise
+/// NORMAL learns it on a patch port); whether it is in place.
+async fn static_fdb(inputs: &crate::gateway::BridgeInputs) -> bool {
+    match crate::gateway::VswitchdCtl::new()
+        .add_static_fdb(&inputs.bridge, &inputs.bridge, 0, inputs.mac)
+        .await
+    {
+        Ok(()) => true,
+        Err(error) => {
+            warn!(bridge = %inputs.bridge, error = %error, "adding the bridge's static FDB entry failed");
+            false
+        }
+    }
 }
 
 async fn next_trigger(

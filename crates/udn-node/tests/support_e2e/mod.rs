@@ -134,6 +134,8 @@ fn agent_command(
     cgroup: Option<&str>,
 ) -> Command {
     let mut command = Command::new("nsenter");
+    // ovs-ofctl and ovs-appctl find the node's bridges through its OVS run dir.
+    command.env("OVS_RUNDIR", node.ovs_rundir());
     command
         .arg(format!("--net=/run/netns/{}", node.netns()))
         .arg("--")
@@ -405,12 +407,10 @@ pub fn run_cni(binary: &Path, env: &BTreeMap<String, String>, stdin: &str) -> Cn
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // Commands that do not read stdin (VERSION) may exit before it is written.
+    if let Err(error) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+    }
     let out = child.wait_with_output().unwrap();
     CniRun {
         code: out.status.code().unwrap_or(-1),
