@@ -448,3 +448,122 @@ async fn bad_requests_get_cni_errors_and_leave_nothing_behind() {
     nothing_left(&stack);
     stack.agents[0].process.assert_running();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_udns_leave_with_the_node_ip_at_the_same_time() {
+    let mut stack = Stack::start(1).await;
+    let node1 = stack.lab.node("node1").unwrap();
+    // On the userspace datapath the node's kernel also sees every frame arriving on eth0
+    // and would answer replies for the node IP that OVS takes into OVN with a RST (a
+    // kernel datapath takes the frames away from the stack); packet sockets see frames
+    // before this hook.
+    for command in [
+        "add table netdev lab_uplink",
+        "add chain netdev lab_uplink ingress { type filter hook ingress device eth0 priority 0; policy drop; }",
+    ] {
+        let out = node1.exec(&["nft", command]).unwrap();
+        assert!(out.success(), "nft {command}: {}", out.stderr);
+    }
+    let mut pods = Vec::new();
+    for (ns, sandbox) in [
+        ("red", "f1f1f1f1f1f1f1f1f1f1f1f1"),
+        ("yellow", "f2f2f2f2f2f2f2f2f2f2f2f2"),
+    ] {
+        create_namespace(&stack.client, ns, true).await;
+        let udn: udn_api::crd::UserDefinedNetwork = serde_json::from_value(
+            udn_test_support::l3_udn(ns, "net", "Primary", &["10.200.0.0/16"]),
+        )
+        .unwrap();
+        kube::Api::<udn_api::crd::UserDefinedNetwork>::namespaced(stack.client.clone(), ns)
+            .create(&kube::api::PostParams::default(), &udn)
+            .await
+            .unwrap();
+        let ns_owned = ns.to_owned();
+        eventually("the UDN's NAD", &mut stack, move |client| {
+            let ns = ns_owned.clone();
+            async move {
+                kube::Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(client, &ns)
+                    .get_opt("net")
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        })
+        .await;
+        let uid = create_pod(&stack.client, ns, "a", "node1").await;
+        let netns = stack.pod_netns(&format!("{ns}-a"));
+        let pod = CniPod {
+            namespace: ns,
+            name: "a",
+            uid,
+            sandbox,
+            netns,
+            ifname: "eth0",
+            extra_env: Vec::new(),
+        };
+        let added = stack.cni("node1", "ADD", &pod, None);
+        assert_eq!(added.code, 0, "{added:?}\n{}", stack.logs());
+        pods.push(pod);
+    }
+    let red = annotation(&stack, "red", "a").await["red/net"]["ip_addresses"][0].clone();
+    let yellow = annotation(&stack, "yellow", "a").await["yellow/net"]["ip_addresses"][0].clone();
+    assert_eq!(red, yellow, "both pods hold the same UDN address");
+
+    // Both networks' masquerade SNAT is on breth0.
+    let node1 = stack.lab.node("node1").unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let flows = node1
+            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+            .unwrap();
+        if flows.matches("nat(src=172.18.0.2)").count() >= 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "breth0 flows:\n{flows}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // Both reach the external host at the same time; it sees the node IP for both.
+    let external = stack.lab.external().ip().to_string();
+    let capture = stack
+        .lab
+        .capture_external("icmp[icmptype] == icmp-echo")
+        .unwrap();
+    let pings: Vec<_> = pods
+        .iter()
+        .map(|pod| {
+            std::process::Command::new("nsenter")
+                .arg(format!("--net=/run/netns/{}", pod.netns))
+                .args(["--", "ping", "-c", "5", "-i", "0.2", "-W", "2", &external])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (pod, ping) in pods.iter().zip(pings) {
+        let ping = ping.wait_with_output().unwrap();
+        assert!(
+            ping.status.success(),
+            "{} -> external: {}\n{}",
+            pod.namespace,
+            String::from_utf8_lossy(&ping.stdout),
+            stack.logs()
+        );
+    }
+    let node_ip: std::net::IpAddr = "172.18.0.2".parse().unwrap();
+    assert!(capture.wait_for(WAIT, |p| p.src == Some(node_ip)).is_some());
+    let sources: std::collections::BTreeSet<_> =
+        capture.packets().iter().filter_map(|p| p.src).collect();
+    assert_eq!(
+        sources,
+        std::collections::BTreeSet::from([node_ip]),
+        "{:?}",
+        capture.packets()
+    );
+    drop(capture);
+    stack.assert_running();
+}

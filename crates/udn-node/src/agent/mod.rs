@@ -246,6 +246,9 @@ pub async fn run(
     resync.tick().await;
     let mut pods_seen = pods::PodVersions::default();
     let mut changes = stores.subscribe();
+    // OVS changes matter to the gateway: ovn-controller creates a network's patch port
+    // after the NB controller wrote its external switch.
+    let mut ovs_changes = ctx.ovs.client().changes();
     if let Some(started) = &mut isolation {
         pods::sync_isolation(&mut started.isolation, &stores, &mut pods_seen).await?;
     }
@@ -261,6 +264,16 @@ pub async fn run(
                 {
                     ctx.metrics.error("nft");
                     warn!(error = %error, "host isolation update failed");
+                }
+                if let Some(inputs) = refresh_gateway(&facts)
+                    && !fdb_done
+                {
+                    fdb_done = static_fdb(&inputs).await;
+                }
+            }
+            changed = ovs_changes.changed() => {
+                if changed.is_err() {
+                    break;
                 }
                 if let Some(inputs) = refresh_gateway(&facts)
                     && !fdb_done
