@@ -567,3 +567,114 @@ async fn overlapping_udns_leave_with_the_node_ip_at_the_same_time() {
     drop(capture);
     stack.assert_running();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_restart_keeps_pods_flowing_and_duplicates_nothing() {
+    let mut stack = Stack::start(1).await;
+    create_namespace(&stack.client, "plain", false).await;
+    let mut pods = Vec::new();
+    for (name, sandbox) in [
+        ("r1", "a1a1a1a1a1a1a1a1a1a1a1a1"),
+        ("r2", "a2a2a2a2a2a2a2a2a2a2a2a2"),
+    ] {
+        let uid = create_pod(&stack.client, "plain", name, "node1").await;
+        let netns = stack.pod_netns(name);
+        let pod = CniPod {
+            namespace: "plain",
+            name,
+            uid,
+            sandbox,
+            netns,
+            ifname: "eth0",
+            extra_env: Vec::new(),
+        };
+        let added = stack.cni("node1", "ADD", &pod, None);
+        assert_eq!(added.code, 0, "{added:?}\n{}", stack.logs());
+        pods.push(pod);
+    }
+    let ip2 = annotation(&stack, "plain", "r2").await["default"]["ip_addresses"][0]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let node1 = stack.lab.node("node1").unwrap();
+    let flows_before = |node: &udn_ovn_lab::Node| {
+        let text = node
+            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+            .unwrap();
+        text.lines().filter(|l| l.contains("cookie=")).count()
+    };
+    // Let the gateway flows settle before counting.
+    let deadline = std::time::Instant::now() + WAIT;
+    while flows_before(node1) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no breth0 flows\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let ports_before = node1.vsctl(&["list-ports", "br-int"]).unwrap();
+    let flows_count = flows_before(node1);
+    let nft_before = String::from_utf8(
+        in_netns(
+            node1.netns(),
+            &["nft", "list", "table", "inet", "ovn-kubernetes"],
+        )
+        .stdout,
+    )
+    .unwrap();
+
+    // Killed: the pods keep talking.
+    stack.agents[0].process.kill();
+    let ping = in_netns(
+        &pods[0].netns,
+        &["ping", "-c", "2", "-i", "0.2", "-W", "2", &ip2],
+    );
+    assert!(
+        ping.status.success(),
+        "with the agent down: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+
+    // Restarted: state rebuilt from OVS and the API, nothing duplicated.
+    stack.restart_agent("node1");
+    let node1 = stack.lab.node("node1").unwrap();
+    let ping = in_netns(
+        &pods[0].netns,
+        &["ping", "-c", "2", "-i", "0.2", "-W", "2", &ip2],
+    );
+    assert!(
+        ping.status.success(),
+        "after the restart: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    assert_eq!(
+        node1.vsctl(&["list-ports", "br-int"]).unwrap(),
+        ports_before
+    );
+    assert_eq!(flows_before(node1), flows_count);
+    let nft_after = String::from_utf8(
+        in_netns(
+            node1.netns(),
+            &["nft", "list", "table", "inet", "ovn-kubernetes"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(nft_after, nft_before);
+    // The restarted agent serves CHECK and DEL of pods wired before it.
+    let check = stack.cni("node1", "CHECK", &pods[1], None);
+    assert_eq!(check.code, 0, "{check:?}");
+    let del = stack.cni("node1", "DEL", &pods[0], None);
+    assert_eq!(del.code, 0, "{del:?}");
+    assert!(
+        !node1
+            .vsctl(&["list-ports", "br-int"])
+            .unwrap()
+            .contains("a1a1a1a1a1a1a1a")
+    );
+    stack.assert_running();
+}

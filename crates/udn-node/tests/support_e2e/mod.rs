@@ -295,6 +295,35 @@ impl Stack {
         }
     }
 
+    /// Kills `node`'s agent and starts it again with the same flags; returns once the new
+    /// process says it is ready (the CNI config file exists from before).
+    pub fn restart_agent(&mut self, node: &str) {
+        let index = self.agents.iter().position(|a| a.name == node).unwrap();
+        self.agents[index].process.kill();
+        let lab_node = self.lab.node(node).unwrap();
+        let agent = &self.agents[index];
+        let command = agent_command(
+            std::path::Path::new(env!("CARGO_BIN_EXE_udn-node")),
+            lab_node,
+            &agent.kubeconfig,
+            &agent.socket,
+            &agent.conf_dir,
+            None,
+        );
+        let log = self.dir.path().join(format!("node-{node}-restarted.log"));
+        self.agents[index].process = Process::spawn(&format!("udn-node {node}"), command, log);
+        let deadline = Instant::now() + WAIT;
+        while !self.agents[index]
+            .process
+            .log_text()
+            .contains("node agent ready")
+        {
+            self.agents[index].process.assert_running();
+            assert!(Instant::now() < deadline, "{node}'s agent not ready again");
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+
     pub fn agent(&self, node: &str) -> &NodeAgent {
         self.agents.iter().find(|a| a.name == node).unwrap()
     }
