@@ -331,6 +331,39 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 
+    // The network's management port, table and rules on the host (no VRFs on this kernel:
+    // plain tables, said once on the Node).
+    let nad = kube::Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(
+        stack.client.clone(),
+        "blue",
+    )
+    .get("net")
+    .await
+    .unwrap();
+    let id: u32 = nad.metadata.annotations.unwrap()["k8s.ovn.org/network-id"]
+        .parse()
+        .unwrap();
+    let mp = format!("ovn-k8s-mp{id}");
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let addr =
+            String::from_utf8(in_netns(node1.netns(), &["ip", "-o", "addr", "show", &mp]).stdout)
+                .unwrap();
+        let rules =
+            String::from_utf8(in_netns(node1.netns(), &["ip", "rule", "list"]).stdout).unwrap();
+        if addr.contains(".2/24")
+            && rules.contains(&format!("2000:\tfrom all fwmark {:#x} lookup", 0x1000 + id))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{mp}: {addr}\nrules: {rules}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
     // One DEL (the default network's) removes both interfaces.
     let del = stack.cni("node1", "DEL", &pod_a, None);
     assert_eq!(del.code, 0, "{del:?}");

@@ -84,3 +84,87 @@ pub fn bridge_inputs(
         cluster: GatewayCluster::from_cluster(&config.cluster),
     }))
 }
+
+/// Gateway init's host side of the masquerade subnet (upstream `initFunc` and
+/// `configureSvcRouteViaInterface`, `node-and-interconnect.md` §5): the host masquerade IP
+/// on the bridge (`169.254.0.2/17` with the default subnet), the OVN masquerade IP routed out
+/// of the bridge from the node IP, permanent neighbours for the OVN masquerade IP and the
+/// dummy next hop, and the service CIDRs via the dummy next hop from the host masquerade IP.
+/// Only adds (the bridge's other addresses and routes are the host's).
+pub async fn init_masquerade(
+    netlink: &crate::netlink::Netlink,
+    config: &Config,
+    facts: &NodeFacts,
+) -> Result<(), crate::netlink::NetlinkError> {
+    use crate::netlink::address::add_address;
+    use crate::netlink::link::require_link;
+    use crate::netlink::neighbor::{Neighbor, ensure_neighbor};
+    use crate::netlink::route::{RouteSpec, add_route, resolve_routes};
+    use udn_api::annotations::MacAddress;
+    use udn_ipam::GlobalMasqueradeIps;
+
+    let Some(gateway) = &facts.gateway else {
+        return Ok(());
+    };
+    let link = require_link(netlink, &gateway.bridge).await?;
+    let subnets = [
+        ipnetwork::IpNetwork::V4(config.cluster.masquerade_subnet_v4),
+        ipnetwork::IpNetwork::V6(config.cluster.masquerade_subnet_v6),
+    ];
+    let mut specs = std::collections::BTreeSet::new();
+    for subnet in subnets {
+        let Some(node_ip) = gateway
+            .addresses
+            .iter()
+            .find(|a| a.is_ipv4() == subnet.is_ipv4())
+            .map(ipnetwork::IpNetwork::ip)
+        else {
+            continue;
+        };
+        let Ok(global) = GlobalMasqueradeIps::from_subnet(subnet) else {
+            continue;
+        };
+        let host = ipnetwork::IpNetwork::new(global.host, subnet.prefix())
+            .unwrap_or_else(|_| ipnetwork::IpNetwork::from(global.host));
+        add_address(netlink, link.index, &gateway.bridge, host, true).await?;
+        for ip in [global.ovn, global.dummy_next_hop] {
+            ensure_neighbor(
+                netlink,
+                &Neighbor {
+                    link: gateway.bridge.clone(),
+                    ip,
+                    mac: MacAddress(udn_ipam::ip_to_mac(ip).0),
+                },
+            )
+            .await?;
+        }
+        let prefix = if subnet.is_ipv4() { 32 } else { 128 };
+        let ovn = ipnetwork::IpNetwork::new(global.ovn, prefix)
+            .unwrap_or_else(|_| ipnetwork::IpNetwork::from(global.ovn));
+        let mut route = RouteSpec::via(ovn, None, &gateway.bridge);
+        route.src = Some(node_ip);
+        specs.insert(route);
+        for service in config
+            .cluster
+            .service_cidrs
+            .iter()
+            .filter(|s| s.is_ipv4() == subnet.is_ipv4())
+        {
+            let mut route = RouteSpec::via(*service, Some(global.dummy_next_hop), &gateway.bridge);
+            route.src = Some(global.host);
+            route.mtu = Some(config.cluster.mtu);
+            specs.insert(route);
+        }
+    }
+    let index = link.index;
+    let bridge = gateway.bridge.clone();
+    let routes = resolve_routes(
+        &specs,
+        &move |name: &str| (name == bridge).then_some(index),
+        netlink.netns(),
+    )?;
+    for route in &routes {
+        add_route(netlink, route).await?;
+    }
+    Ok(())
+}

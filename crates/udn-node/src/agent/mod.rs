@@ -8,6 +8,7 @@ pub mod facts;
 pub mod gateway;
 pub mod mgmt;
 pub mod pods;
+pub mod udn_host;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -212,7 +213,30 @@ pub async fn run(
         "node agent ready"
     );
     readiness.set_ready(true);
-    // 7. The gateway bridge's flows: synced whenever its inputs change, and every 15 s.
+    // The bridge's share of the masquerade subnet (host masquerade IP, neighbours,
+    // service routes), which the per-network tables route through.
+    {
+        let netlink =
+            crate::netlink::Netlink::connect_current("host").map_err(mgmt::MgmtError::from)?;
+        gateway::init_masquerade(&netlink, &config, &facts)
+            .await
+            .map_err(mgmt::MgmtError::from)?;
+    }
+    // 7. Every primary UDN's management port, table and rules.
+    let udn_ctx = facts
+        .gateway
+        .as_ref()
+        .map(|gateway| udn_host::UdnHostContext {
+            node: node.clone(),
+            bridge: gateway.bridge.clone(),
+            next_hops: gateway.next_hops.clone(),
+            service_cidrs: config.cluster.service_cidrs.clone(),
+            masquerade: masquerade.to_vec(),
+            table_start: config.routing_table_id_start,
+        });
+    let mut udn_hosts: Option<Vec<udn_host::UdnHostInput>> = None;
+    let mut vrf_reported = false;
+    // 8. The gateway bridge's flows: synced whenever its inputs change, and every 15 s.
     let (gateway_tx, gateway_rx) = tokio::sync::watch::channel(None);
     let gateway_sync = crate::gateway::GatewaySync::new(
         crate::gateway::Ofctl::new(),
@@ -240,7 +264,21 @@ pub async fn run(
     if let Some(inputs) = refresh_gateway(&facts) {
         fdb_done = static_fdb(&inputs).await;
     }
-    // 8. Steady state.
+    if config.segmentation
+        && let Some(udn_ctx) = &udn_ctx
+    {
+        sync_udn_hosts(
+            &ctx,
+            udn_ctx,
+            &config,
+            &stores,
+            &mut udn_hosts,
+            &mut vrf_reported,
+            &mut events,
+        )
+        .await;
+    }
+    // 9. Steady state.
     let mut isolation = isolation;
     let mut resync = tokio::time::interval(RESYNC);
     resync.tick().await;
@@ -270,6 +308,11 @@ pub async fn run(
                 {
                     fdb_done = static_fdb(&inputs).await;
                 }
+                if config.segmentation
+                    && let Some(udn_ctx) = &udn_ctx
+                {
+                    sync_udn_hosts(&ctx, udn_ctx, &config, &stores, &mut udn_hosts, &mut vrf_reported, &mut events).await;
+                }
             }
             changed = ovs_changes.changed() => {
                 if changed.is_err() {
@@ -297,6 +340,13 @@ pub async fn run(
                     ctx.metrics.error("netlink");
                     warn!(error = %error, "management port resync failed");
                 }
+                if config.segmentation
+                    && let Some(udn_ctx) = &udn_ctx
+                {
+                    // Forget the last inputs: re-apply (a vswitchd restart empties ports).
+                    udn_hosts = None;
+                    sync_udn_hosts(&ctx, udn_ctx, &config, &stores, &mut udn_hosts, &mut vrf_reported, &mut events).await;
+                }
                 match facts::gather(&config, &ctx.ovs).await {
                     Ok(fresh) => {
                         if let Err(error) = annotate(&client, &stores, &fresh).await {
@@ -319,10 +369,63 @@ pub async fn run(
     Ok(())
 }
 
+/// Event reason when the kernel has no VRFs (udn's own: upstream would fail).
+pub const VRF_NOT_SUPPORTED: &str = "UDNVRFNotSupported";
+
+/// Applies the primary UDNs' host side when its inputs changed (or `last` was cleared).
+async fn sync_udn_hosts(
+    ctx: &CniContext,
+    udn_ctx: &udn_host::UdnHostContext,
+    config: &Config,
+    stores: &Stores,
+    last: &mut Option<Vec<udn_host::UdnHostInput>>,
+    vrf_reported: &mut bool,
+    events: &mut Events,
+) {
+    let nets = udn_host::inputs(config, stores);
+    if last.as_ref() == Some(&nets) {
+        return;
+    }
+    match udn_host::apply(&ctx.ovs, udn_ctx, &nets).await {
+        Ok(report) => {
+            *last = Some(nets);
+            if report.vrf_unsupported && !*vrf_reported {
+                *vrf_reported = true;
+                let message = format!(
+                    "VRF devices are not supported by the kernel of node {}: the routes of primary user defined networks are in per-network routing tables selected by the same ip rules",
+                    udn_ctx.node
+                );
+                warn!(node = %udn_ctx.node, "kernel without VRF support: per-network routing tables instead");
+                events
+                    .report(vec![Warning {
+                        subject: Subject::Node(udn_ctx.node.clone()),
+                        reason: VRF_NOT_SUPPORTED,
+                        message,
+                    }])
+                    .await;
+            }
+        }
+        Err(error) => {
+            ctx.metrics.error("netlink");
+            warn!(error = %error, "primary UDN host side not applied");
+        }
+    }
+}
+
 /// Gateway init's static FDB entry for the bridge MAC on the bridge's own port (otherwise
 /// NORMAL learns it on a patch port); whether it is in place.
 async fn static_fdb(inputs: &crate::gateway::BridgeInputs) -> bool {
-    match crate::gateway::VswitchdCtl::new()
+    // A vswitchd started with `--unixctl=<rundir>/ovs-vswitchd.ctl` (rather than the
+    // pid-named default) is reached through that socket.
+    let rundir = std::env::var_os("OVS_RUNDIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(crate::gateway::DEFAULT_OVS_RUNDIR));
+    let named = rundir.join("ovs-vswitchd.ctl");
+    let mut ctl = crate::gateway::VswitchdCtl::new();
+    if named.exists() {
+        ctl = ctl.with_socket(named);
+    }
+    match ctl
         .add_static_fdb(&inputs.bridge, &inputs.bridge, 0, inputs.mac)
         .await
     {

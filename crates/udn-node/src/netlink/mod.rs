@@ -22,6 +22,7 @@ pub mod pod_interface;
 pub mod route;
 pub mod rule;
 pub mod sysctl;
+pub mod vrf;
 
 pub use error::NetlinkError;
 pub use link::{LinkInfo, delete_link, link_by_name};
