@@ -1,11 +1,14 @@
 //! Test support: an in-memory API server ([`udn_kube_sim`]) with udn's CRDs installed and a
-//! `kube::Client` talking to it in-process, plus builders for the objects tests create.
-//! Test code only: panics on setup failures.
+//! `kube::Client` talking to it in-process, builders for the objects tests create, other
+//! packages' binaries ([`workspace_binary`]), and the whole stack as users run it on an OVN
+//! lab ([`stack`], also used by `cargo xtask bench cni`). Test code only: panics on setup
+//! failures.
 
 #![allow(clippy::expect_used)] // setup failures should fail the test loudly
 
 pub mod binaries;
 mod builders;
+pub mod stack;
 
 pub use binaries::workspace_binary;
 pub use builders::{cudn, l2_udn, l3_udn, namespace, node, pod, pod_with_annotations};
