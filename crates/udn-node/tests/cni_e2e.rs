@@ -24,6 +24,43 @@ fn links(netns: &str) -> String {
     String::from_utf8(in_netns(netns, &["ip", "-o", "link"]).stdout).unwrap()
 }
 
+/// The address (no prefix) of a pod-networks entry's first IP.
+fn first_ip(entry: &Value) -> String {
+    let cidr = entry["ip_addresses"][0].as_str().unwrap();
+    cidr.split('/').next().unwrap().to_owned()
+}
+
+/// Pings `ip` from `netns` three times; fails the test with the output and the logs.
+fn assert_ping(stack: &Stack, netns: &str, ip: &str) {
+    let ping = in_netns(netns, &["ping", "-c", "3", "-i", "0.2", "-W", "2", ip]);
+    assert!(
+        ping.status.success(),
+        "ping {ip} from {netns}: {}\n{}",
+        String::from_utf8_lossy(&ping.stdout),
+        stack.logs()
+    );
+}
+
+/// Waits until `node`'s breth0 flows (udn's cookie) satisfy `done`.
+async fn wait_breth0_flows(stack: &Stack, node: &str, done: impl Fn(&str) -> bool) {
+    let node = stack.lab.node(node).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let flows = node
+            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+            .unwrap();
+        if done(&flows) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "breth0 flows:\n{flows}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 async fn annotation(stack: &Stack, ns: &str, name: &str) -> Value {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(stack.client.clone(), ns);
@@ -83,13 +120,7 @@ async fn default_network_pods_on_two_nodes() {
         String::from_utf8(in_netns(&ns_a, &["ip", "-j", "addr", "show", "eth0"]).stdout).unwrap();
     let mac = entry["mac_address"].as_str().unwrap();
     assert!(eth0.contains(mac), "{eth0}");
-    let ip_a = entry["ip_addresses"][0]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let ip_a = first_ip(&entry);
     assert!(eth0.contains(&ip_a), "{eth0}");
     let routes = String::from_utf8(in_netns(&ns_a, &["ip", "route"]).stdout).unwrap();
     let gateway = entry["gateway_ips"][0].as_str().unwrap();
@@ -120,20 +151,8 @@ async fn default_network_pods_on_two_nodes() {
 
     // Across nodes: ping and TCP.
     let entry_b = annotation(&stack, "plain", "b").await["default"].clone();
-    let ip_b = entry_b["ip_addresses"][0]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let ping = in_netns(&ns_a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", &ip_b]);
-    assert!(
-        ping.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&ping.stdout),
-        stack.logs()
-    );
+    let ip_b = first_ip(&entry_b);
+    assert_ping(&stack, &ns_a, &ip_b);
     let tcp = stack
         .lab
         .tcp_check(
@@ -296,40 +315,17 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
     assert!(ids.contains("pod-if-name=ovn-udn1"), "{ids}");
 
     // The two pods reach each other on the UDN, across nodes.
-    let udn_b = annotation(&stack, "blue", "b").await["blue/net"]["ip_addresses"][0]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let ping = in_netns(&ns_a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", &udn_b]);
-    assert!(
-        ping.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&ping.stdout),
-        stack.logs()
-    );
+    let udn_b = first_ip(&annotation(&stack, "blue", "b").await["blue/net"]);
+    assert_ping(&stack, &ns_a, &udn_b);
     let check = stack.cni("node1", "CHECK", &pod_a, None);
     assert_eq!(check.code, 0, "{check:?}");
 
     // The agent programmed breth0: upstream's default flows and blue_net's masquerade.
+    wait_breth0_flows(&stack, "node1", |flows| {
+        flows.contains("priority=205") && flows.contains("nat(src=172.18.0.2)")
+    })
+    .await;
     let node1 = stack.lab.node("node1").unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let flows = node1
-            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
-            .unwrap();
-        if flows.contains("priority=205") && flows.contains("nat(src=172.18.0.2)") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "breth0 flows:\n{flows}\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
 
     // The network's management port, table and rules on the host (no VRFs on this kernel:
     // plain tables, said once on the Node).
@@ -543,22 +539,10 @@ async fn overlapping_udns_leave_with_the_node_ip_at_the_same_time() {
     assert_eq!(red, yellow, "both pods hold the same UDN address");
 
     // Both networks' masquerade SNAT is on breth0.
-    let node1 = stack.lab.node("node1").unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let flows = node1
-            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
-            .unwrap();
-        if flows.matches("nat(src=172.18.0.2)").count() >= 2 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "breth0 flows:\n{flows}\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    wait_breth0_flows(&stack, "node1", |flows| {
+        flows.matches("nat(src=172.18.0.2)").count() >= 2
+    })
+    .await;
 
     // Both reach the external host at the same time; it sees the node IP for both.
     let external = stack.lab.external().ip().to_string();

@@ -13,8 +13,15 @@ use serde_json::{Value, json};
 use support_e2e::*;
 
 async fn pod_networks(client: &kube::Client, ns: &str, name: &str, key: &str) -> Option<Value> {
-    let pod = Api::<Pod>::namespaced(client.clone(), ns).get(name).await.ok()?;
-    let text = pod.metadata.annotations?.get("k8s.ovn.org/pod-networks")?.clone();
+    let pod = Api::<Pod>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .ok()?;
+    let text = pod
+        .metadata
+        .annotations?
+        .get("k8s.ovn.org/pod-networks")?
+        .clone();
     let value: Value = serde_json::from_str(&text).ok()?;
     value.get(key).cloned()
 }
@@ -23,9 +30,12 @@ async fn pod_networks(client: &kube::Client, ns: &str, name: &str, key: &str) ->
 async fn a_layer2_secondary_network_is_wired_as_multus_calls_it() {
     let mut stack = Stack::start(2).await;
     create_namespace(&stack.client, "green", false).await;
-    let udn: udn_api::crd::UserDefinedNetwork = serde_json::from_value(
-        udn_test_support::l2_udn("green", "sec", "Secondary", &["10.100.0.0/24"]),
-    )
+    let udn: udn_api::crd::UserDefinedNetwork = serde_json::from_value(udn_test_support::l2_udn(
+        "green",
+        "sec",
+        "Secondary",
+        &["10.100.0.0/24"],
+    ))
     .unwrap();
     Api::<udn_api::crd::UserDefinedNetwork>::namespaced(stack.client.clone(), "green")
         .create(&PostParams::default(), &udn)
@@ -33,14 +43,20 @@ async fn a_layer2_secondary_network_is_wired_as_multus_calls_it() {
         .unwrap();
     let deadline = std::time::Instant::now() + WAIT;
     let nad = loop {
-        if let Ok(Some(nad)) =
-            Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(stack.client.clone(), "green")
-                .get_opt("sec")
-                .await
+        if let Ok(Some(nad)) = Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(
+            stack.client.clone(),
+            "green",
+        )
+        .get_opt("sec")
+        .await
         {
             break nad;
         }
-        assert!(std::time::Instant::now() < deadline, "no NAD\n{}", stack.logs());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no NAD\n{}",
+            stack.logs()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     let nad_config = nad.spec.config.clone().unwrap();
@@ -80,24 +96,46 @@ async fn a_layer2_secondary_network_is_wired_as_multus_calls_it() {
         let added = stack.cni(node, "ADD", &net1, Some(&nad_config));
         assert_eq!(added.code, 0, "{added:?}\n{}", stack.logs());
         let result = added.json();
-        let entry = pod_networks(&stack.client, "green", name, "green/sec").await.unwrap();
+        let entry = pod_networks(&stack.client, "green", name, "green/sec")
+            .await
+            .unwrap();
         assert_eq!(result["interfaces"][1]["name"], "net1", "{result}");
         assert_eq!(result["interfaces"][1]["mac"], entry["mac_address"]);
         assert_eq!(result["ips"][0]["address"], entry["ip_addresses"][0]);
         let host = result["interfaces"][0]["name"].as_str().unwrap().to_owned();
-        let ids = stack.lab.node(node).unwrap().vsctl(&["get", "Interface", &host, "external_ids"]).unwrap();
+        let ids = stack
+            .lab
+            .node(node)
+            .unwrap()
+            .vsctl(&["get", "Interface", &host, "external_ids"])
+            .unwrap();
         assert!(ids.contains("\"k8s.ovn.org/nad\"=\"green/sec\""), "{ids}");
         assert!(ids.contains("pod-if-name=net1"), "{ids}");
         pods.push((default, net1, entry));
     }
-    let ip2 = pods[1].2["ip_addresses"][0].as_str().unwrap().split('/').next().unwrap().to_owned();
-    let ping = in_netns(&pods[0].0.netns, &["ping", "-c", "3", "-i", "0.2", "-W", "2", &ip2]);
-    assert!(ping.status.success(), "{}\n{}", String::from_utf8_lossy(&ping.stdout), stack.logs());
+    let ip2 = pods[1].2["ip_addresses"][0]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ping = in_netns(
+        &pods[0].0.netns,
+        &["ping", "-c", "3", "-i", "0.2", "-W", "2", &ip2],
+    );
+    assert!(
+        ping.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&ping.stdout),
+        stack.logs()
+    );
 
     // Multus deletes each attachment: net1's DEL takes only net1.
     let del = stack.cni("node1", "DEL", &pods[0].1, Some(&nad_config));
     assert_eq!(del.code, 0, "{del:?}");
-    let links = String::from_utf8(in_netns(&pods[0].0.netns, &["ip", "-o", "link"]).stdout).unwrap();
+    let links =
+        String::from_utf8(in_netns(&pods[0].0.netns, &["ip", "-o", "link"]).stdout).unwrap();
     assert!(!links.contains("net1") && links.contains("eth0"), "{links}");
     stack.assert_running();
 }
