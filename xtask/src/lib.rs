@@ -56,6 +56,14 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 100)]
         nodes: usize,
     },
+    /// CNI ADD latency on a lab node (the whole stack, release binaries): N pods one at a
+    /// time, N more 8 at a time; the plugin's run, OVN's bind time (insert to
+    /// `ovn-installed`) and ours (the rest).
+    Cni {
+        /// Pods per mode.
+        #[arg(long, default_value_t = 100)]
+        pods: usize,
+    },
     /// The NB controller (release binary) against udn-kube-sim and a real OVN zone: time to
     /// NB converged, sb_cfg and hv_cfg; per-network SB logical flows, OpenFlow flows and
     /// daemon RSS; NB time vs the same rows written raw; operations of a restarted controller.
@@ -106,6 +114,15 @@ impl Cli {
             Command::Bench {
                 target: BenchTarget::ClusterManager { udns, nodes },
             } => bench::cluster_manager::run_and_record(&root, udns, nodes),
+            Command::Bench {
+                target: BenchTarget::Cni { pods },
+            } => bench::cni::run_and_record(
+                &root,
+                &bench::cni::Options {
+                    pods,
+                    concurrency: 8,
+                },
+            ),
             Command::Bench {
                 target:
                     BenchTarget::Controller {

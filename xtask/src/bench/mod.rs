@@ -2,6 +2,10 @@
 //! `docs/benchmarks.md`. Figures come from these runs, never from timed tests.
 
 pub mod cluster_manager;
+pub mod cni;
+pub mod cni_clock;
+pub mod cni_figures;
+pub mod cni_report;
 pub mod controller;
 pub mod controller_diagnostics;
 pub mod controller_figures;
