@@ -109,8 +109,8 @@ pub(crate) fn run(
     let answer = match command {
         PluginCommand::Add => add(&server, env, config, &conf),
         PluginCommand::Del => del(&server, env, config, &conf),
-        PluginCommand::Status => status(&server, env, config, &conf),
-        PluginCommand::Check | PluginCommand::Gc => silent(&server, env, config, &conf),
+        PluginCommand::Status => silent(&server, env, config, &conf, true),
+        PluginCommand::Check | PluginCommand::Gc => silent(&server, env, config, &conf, false),
         PluginCommand::Version => Ok(Vec::new()),
     };
     server.post_metrics(&RequestMetrics {
@@ -178,34 +178,21 @@ fn del(
     Ok(Vec::new())
 }
 
-fn status(
-    server: &Server,
-    env: &BTreeMap<String, String>,
-    config: Vec<u8>,
-    conf: &StdinConfig,
-) -> Result<Vec<u8>, CniError> {
-    conf.check_ours().map_err(invalid_config)?;
-    let request = Request::new(env.clone(), config, DeviceInfo::default());
-    // Upstream's STATUS ignores the body of a 200 answer.
-    server
-        .request(&request)
-        .map_err(|err| forward_error(err, server, true))?;
-    Ok(Vec::new())
-}
-
-/// CHECK and GC: forwarded; a 200 answer means done (its body is not read), anything
-/// else is the error.
+/// STATUS, CHECK and GC: forwarded; a 200 answer means done (its body is not read, as
+/// upstream's STATUS ignores it), anything else is the error. `for_status` picks STATUS's
+/// codes for a server that cannot be reached (see the module table).
 fn silent(
     server: &Server,
     env: &BTreeMap<String, String>,
     config: Vec<u8>,
     conf: &StdinConfig,
+    for_status: bool,
 ) -> Result<Vec<u8>, CniError> {
     conf.check_ours().map_err(invalid_config)?;
     let request = Request::new(env.clone(), config, DeviceInfo::default());
     server
         .request(&request)
-        .map_err(|err| forward_error(err, server, false))?;
+        .map_err(|err| forward_error(err, server, for_status))?;
     Ok(Vec::new())
 }
 
