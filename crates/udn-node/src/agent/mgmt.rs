@@ -139,20 +139,31 @@ fn host_route(ip: IpAddr) -> IpNetwork {
 /// How long the internal port's netdev may take to appear after the OVS port is added.
 const NETDEV_APPEAR: Duration = Duration::from_secs(10);
 
+/// Waits for the netdev of the internal port `name`, which ovs-vswitchd creates
+/// asynchronously after the port is added; its link.
+pub async fn wait_netdev(
+    netlink: &Netlink,
+    name: &str,
+) -> Result<crate::netlink::LinkInfo, MgmtError> {
+    let deadline = tokio::time::Instant::now() + NETDEV_APPEAR;
+    loop {
+        if let Some(link) = link_by_name(netlink, name).await? {
+            return Ok(link);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(MgmtError::NoNetdev(name.to_owned(), NETDEV_APPEAR));
+        }
+        // Netlink has no wait for a name to appear short of a link monitor: look again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Applies `desired`: the OVS port, then (once vswitchd made the netdev) MTU and up,
 /// exactly its addresses, its routes, the neighbour entries and forwarding.
 pub async fn apply(ovs: &Ovs, desired: &DesiredMgmtPort) -> Result<(), MgmtError> {
     ovs.ensure_mgmt_port(&desired.port).await?;
     let netlink = Netlink::connect_current("host")?;
-    let deadline = tokio::time::Instant::now() + NETDEV_APPEAR;
-    while link_by_name(&netlink, MP0).await?.is_none() {
-        if tokio::time::Instant::now() >= deadline {
-            return Err(MgmtError::NoNetdev(MP0.to_owned(), NETDEV_APPEAR));
-        }
-        // The netdev is created by ovs-vswitchd asynchronously; netlink has no wait for a
-        // name to appear short of a link monitor, so this looks again shortly.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_netdev(&netlink, MP0).await?;
     reconcile_link(&netlink, &DesiredLink::up(MP0, Some(desired.mtu))).await?;
     reconcile_addresses(
         &netlink,

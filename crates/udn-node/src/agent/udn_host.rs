@@ -339,9 +339,7 @@ pub async fn apply(
         let port = desired_port(ctx, net)?;
         wanted_ports.insert(port.name.clone());
         ovs.ensure_mgmt_port(&port).await?;
-        let Some(link) = wait_link(&netlink, &port.name).await? else {
-            return Err(MgmtError::NoNetdev(port.name.clone(), NETDEV_APPEAR));
-        };
+        let link = super::mgmt::wait_netdev(&netlink, &port.name).await?;
         let table = ctx.table_start + link.index;
         match ensure_vrf(&netlink, &vrf_name(&net.network, net.id), table).await? {
             VrfOutcome::Present(vrf) => enslave(&netlink, &port.name, vrf).await?,
@@ -417,25 +415,6 @@ pub async fn apply(
         tracing::info!(port = %port, network = %network, "stale UDN management port removed");
     }
     Ok(report)
-}
-
-const NETDEV_APPEAR: std::time::Duration = std::time::Duration::from_secs(10);
-
-async fn wait_link(
-    netlink: &Netlink,
-    name: &str,
-) -> Result<Option<crate::netlink::LinkInfo>, MgmtError> {
-    let deadline = tokio::time::Instant::now() + NETDEV_APPEAR;
-    loop {
-        if let Some(link) = link_by_name(netlink, name).await? {
-            return Ok(Some(link));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        // ovs-vswitchd makes the internal port's netdev asynchronously.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
 }
 
 #[cfg(test)]
