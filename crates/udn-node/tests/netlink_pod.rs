@@ -117,6 +117,8 @@ async fn default_network_interface_is_plumbed_and_answers_pings() {
     assert_eq!(dad.trim(), "0");
     let features = pod.ok(&["ethtool", "-k", "eth0"]);
     assert!(features.contains("tx-checksumming: off"), "{features}");
+    // As with `ethtool -K eth0 tx off`, segmentation offload goes with the checksums.
+    assert!(features.contains("tx-tcp-segmentation: off"), "{features}");
 
     // CHECK: read back through netlink, nothing differs; a wrong expectation is reported.
     let observed = inspect_pod_interface(&pod.path(), "eth0")
@@ -244,4 +246,18 @@ async fn a_missing_netns_is_named_in_the_error() {
         error.to_string(),
         "cannot open network namespace /var/run/netns/udnw-no-such-netns"
     );
+}
+
+#[tokio::test]
+async fn turning_offload_off_on_a_missing_interface_names_it() {
+    let pod = TestNetns::new("pod");
+    let path = pod.path();
+    let error = in_netns(&path, |_| async {
+        udn_node::netlink::offload::disable_tx_checksum_offload("pod", "nosuch0")
+    })
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("nosuch0"), "{error}");
+    assert!(error.contains("No such device"), "{error}");
 }

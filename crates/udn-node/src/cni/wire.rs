@@ -134,12 +134,16 @@ pub async fn wire(
     iface: &PodInterface,
     wait: Duration,
 ) -> Result<CniResult, WireError> {
+    let started = std::time::Instant::now();
     let spec = interface_spec(target, iface, ctx.tx_offload);
     let plumbed = setup_pod_interface(&spec).await?;
+    let plumbed_at = started.elapsed();
     let host = plumbed.host.name.clone();
     let port = pod_port(target, iface, &host);
+    let mut port_at = Duration::ZERO;
     let outcome = async {
         ctx.ovs.add_pod_port(&port).await?;
+        port_at = started.elapsed();
         let installed = InstalledWait {
             port: host.clone(),
             iface_id: port.iface_id.clone(),
@@ -154,6 +158,15 @@ pub async fn wire(
         unwire_port(ctx, &host).await;
         return Err(error.into());
     }
+    // Where an ADD's time goes: the veth and its addresses, the OVS port transaction,
+    // and the wait for ovn-controller (the part that is OVN's, not ours).
+    tracing::debug!(
+        port = %host,
+        veth_us = plumbed_at.as_micros(),
+        port_us = (port_at - plumbed_at).as_micros(),
+        installed_us = (started.elapsed() - port_at).as_micros(),
+        "pod interface wired"
+    );
     Ok(interface_result(
         target,
         iface,

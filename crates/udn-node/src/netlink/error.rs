@@ -75,7 +75,7 @@ pub enum NetlinkError {
         #[source]
         source: std::io::Error,
     },
-    /// `ethtool` could not be run or failed.
+    /// The ethtool netlink request (what `ethtool -K` does) failed.
     #[error("ethtool -K {ifname} {features} in network namespace {netns} failed: {detail}")]
     Ethtool {
         /// The netns.
@@ -84,7 +84,7 @@ pub enum NetlinkError {
         ifname: String,
         /// The feature arguments, e.g. `tx off`.
         features: String,
-        /// Exit status and stderr, or why it could not start.
+        /// The kernel's answer.
         detail: String,
     },
     /// A request is malformed (caught before the kernel would refuse it less helpfully).

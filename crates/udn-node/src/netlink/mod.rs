@@ -8,7 +8,7 @@
 //! - [`link`], [`address`], [`route`], [`rule`], [`neighbor`]: each as desired (plain data)
 //!   -> `diff_*` (the plan against what the kernel has) -> `apply_*`, plus `reconcile_*`
 //!   doing all three.
-//! - [`sysctl`], [`offload`]: `/proc/sys/net` and `ethtool -K`, which act in the calling
+//! - [`sysctl`], [`offload`]: `/proc/sys/net` and ethtool's feature switches (over ethtool netlink), which act in the calling
 //!   thread's netns.
 
 pub mod address;

@@ -141,12 +141,34 @@ impl std::fmt::Debug for Stack {
     }
 }
 
+/// When set, the directory the stack copies its components' logs into when it stops
+/// (the stack's own directory is temporary): for looking at a failed test or a bench run.
+pub const KEEP_LOGS_ENV: &str = "UDN_STACK_KEEP_LOGS";
+
 impl Drop for Stack {
     fn drop(&mut self) {
+        if let Some(target) = std::env::var_os(KEEP_LOGS_ENV) {
+            copy_logs(self.dir.path(), std::path::Path::new(&target));
+        }
         for name in &self.netns {
             let _ = Command::new("ip").args(["netns", "delete", name]).status();
         }
     }
+}
+
+/// Copies every `*.log` of `from` into `to` (best effort: this runs while stopping).
+fn copy_logs(from: &std::path::Path, to: &std::path::Path) {
+    let _ = std::fs::create_dir_all(to);
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "log") {
+            let _ = std::fs::copy(&path, to.join(entry.file_name()));
+        }
+    }
+    eprintln!("stack: logs copied to {}", to.display());
 }
 
 impl Stack {
