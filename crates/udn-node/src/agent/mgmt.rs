@@ -1,8 +1,10 @@
 //! The default network's management port `ovn-k8s-mp0` (upstream `managementport`,
 //! `node-and-interconnect.md` §5.4): an internal `br-int` port for the LSP `k8s-<node>`
 //! with the `.2` of the node's host subnet, routes to the cluster subnets via the `.1`, the
-//! `.1`'s neighbour entry and forwarding on. Desired from plain inputs (pure), then applied;
-//! re-applied periodically (an internal port comes back empty after a vswitchd restart).
+//! `.1`'s neighbour entry and forwarding on, and the SNAT of host traffic leaving through it
+//! (nft chain `mgmtport-snat`, [`super::mgmt_snat`]). Desired from plain inputs (pure), then
+//! applied; re-applied periodically (an internal port comes back empty after a vswitchd
+//! restart).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -18,7 +20,10 @@ use crate::netlink::neighbor::{Neighbor, ensure_neighbor};
 use crate::netlink::route::{DesiredRoutes, RouteSpec, reconcile_routes};
 use crate::netlink::sysctl::Sysctl;
 use crate::netlink::{Netlink, NetlinkError, link_by_name};
+use crate::nft::NftCli;
 use crate::ovs::{BR_INT, MgmtPort, Ovs, OvsError, legacy_mgmt_port_name, mgmt_iface_id};
+
+use super::mgmt_snat::{self, DesiredMgmtSnat, LegacyIptables, MgmtSnatInputs, NoSnatElements};
 
 /// The default network's management port.
 pub const MP0: &str = "ovn-k8s-mp0";
@@ -36,6 +41,9 @@ pub struct DesiredMgmtPort {
     pub neighbors: Vec<Neighbor>,
     /// The MTU.
     pub mtu: u32,
+    /// The SNAT chain for host traffic leaving through the port (its no-SNAT sets empty
+    /// until Services fill them).
+    pub snat: DesiredMgmtSnat,
 }
 
 /// Why the management port cannot be rendered or applied.
@@ -58,6 +66,9 @@ pub enum MgmtError {
     /// Netlink.
     #[error("management port: {0}")]
     Netlink(#[from] NetlinkError),
+    /// The SNAT chain.
+    #[error("management port: {0}")]
+    Snat(#[from] mgmt_snat::MgmtSnatError),
     /// The internal port's netdev did not appear.
     #[error("management port: netdev {0} did not appear within {1:?}")]
     NoNetdev(String, Duration),
@@ -79,10 +90,25 @@ pub fn desired(
     let mut routes = BTreeSet::new();
     let mut neighbors = Vec::new();
     let mut mac: Option<MacAddress> = None;
+    // Upstream SNATs to the port's address of each family (its first host subnet's `.2`).
+    let mut snat = MgmtSnatInputs {
+        interface: MP0.to_owned(),
+        ipv4: None,
+        ipv6: None,
+        no_snat: NoSnatElements::default(),
+    };
     for subnet in host_subnets {
         let mgmt = management_ip(*subnet).map_err(|e| subnet_error(*subnet, e.to_string()))?;
         let gateway = gateway_ip(*subnet).map_err(|e| subnet_error(*subnet, e.to_string()))?;
         mac.get_or_insert(ip_to_mac(mgmt.ip()));
+        match mgmt.ip() {
+            IpAddr::V4(ip) => {
+                snat.ipv4.get_or_insert(ip);
+            }
+            IpAddr::V6(ip) => {
+                snat.ipv6.get_or_insert(ip);
+            }
+        }
         addresses.insert(mgmt);
         neighbors.push(Neighbor {
             link: MP0.to_owned(),
@@ -122,6 +148,7 @@ pub fn desired(
         routes,
         neighbors,
         mtu,
+        snat: mgmt_snat::desired(&snat),
     })
 }
 
@@ -159,7 +186,9 @@ pub async fn wait_netdev(
 }
 
 /// Applies `desired`: the OVS port, then (once vswitchd made the netdev) MTU and up,
-/// exactly its addresses, its routes, the neighbour entries and forwarding.
+/// exactly its addresses, its routes, the neighbour entries and forwarding, then the SNAT
+/// chain (one `nft -f`) and, as upstream, the legacy iptables chain's removal where
+/// iptables is installed (one listing per family when there is nothing to remove).
 pub async fn apply(ovs: &Ovs, desired: &DesiredMgmtPort) -> Result<(), MgmtError> {
     ovs.ensure_mgmt_port(&desired.port).await?;
     let netlink = Netlink::connect_current("host")?;
@@ -187,6 +216,8 @@ pub async fn apply(ovs: &Ovs, desired: &DesiredMgmtPort) -> Result<(), MgmtError
         ensure_neighbor(&netlink, neighbor).await?;
     }
     Sysctl::dotted(&format!("net.ipv4.conf.{MP0}.forwarding")).ensure("host", "1")?;
+    mgmt_snat::apply(&NftCli::new(), &desired.snat).await?;
+    LegacyIptables::new().delete_chain(MP0).await;
     Ok(())
 }
 
@@ -233,9 +264,42 @@ mod tests {
             ]
         );
         assert_eq!(desired.neighbors[0].mac.to_string(), "0a:58:0a:f4:01:01");
+        assert_eq!(desired.snat.inputs.interface, MP0);
+        assert_eq!(
+            desired.snat.inputs.ipv4,
+            Some("10.244.1.2".parse().unwrap())
+        );
+        assert_eq!(desired.snat.inputs.ipv6, None);
+        assert_eq!(desired.snat.rules.last().unwrap(), "snat ip to 10.244.1.2");
+        assert!(desired.snat.elements.is_empty());
         assert!(matches!(
             super::desired("n", &[], &[], &[], 1400),
             Err(MgmtError::NoSubnet)
         ));
+    }
+
+    #[test]
+    fn snat_to_the_first_2_of_each_family() {
+        let desired = desired(
+            "node1",
+            &[
+                "fd00:10:244:1::/64".parse().unwrap(),
+                "10.244.1.0/24".parse().unwrap(),
+                "10.245.1.0/24".parse().unwrap(),
+            ],
+            &[],
+            &[],
+            1400,
+        )
+        .unwrap();
+        assert_eq!(
+            desired.snat.inputs.ipv4,
+            Some("10.244.1.2".parse().unwrap())
+        );
+        assert_eq!(
+            desired.snat.inputs.ipv6,
+            Some("fd00:10:244:1::2".parse().unwrap())
+        );
+        assert_eq!(desired.snat.rules.len(), 10);
     }
 }

@@ -7,6 +7,7 @@
 pub mod facts;
 pub mod gateway;
 pub mod mgmt;
+pub mod mgmt_snat;
 pub mod pods;
 pub mod udn_host;
 
