@@ -328,8 +328,10 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
     let load_before = load_average();
     let source = source_state(root);
     let mut config = StackConfig::new(1, binaries(root)?);
-    // The agent's debug lines would be part of what is measured.
-    config.log_filter = "info".to_owned();
+    // The agent's debug lines would be part of what is measured; `UDN_BENCH_AGENT_LOG`
+    // sets another filter to look into a run (e.g. `info,udn_node::cni=debug` logs each
+    // interface's phases; keep the logs with `UDN_STACK_KEEP_LOGS=DIR`).
+    config.log_filter = std::env::var("UDN_BENCH_AGENT_LOG").unwrap_or_else(|_| "info".to_owned());
     config.cni_request_timeout_s = 120;
     say(&format!(
         "cni-bench: {} pods sequential, {} pods {} at a time, on node1 (load average {load_before:.2})",

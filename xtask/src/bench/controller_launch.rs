@@ -71,7 +71,7 @@ impl Launch<'_> {
             .args(["--zone", ZONE])
             .args(["--enable-multi-network", "--enable-network-segmentation"])
             .args(objects::cluster_flags())
-            .args(["--leader-elect=false", "--log-filter", "info"])
+            .args(["--leader-elect=false", "--log-filter", &log_filter()])
             .args(["--admin-bind-address", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(log)
@@ -211,4 +211,11 @@ pub fn log_warnings(path: &Path) -> (usize, Vec<String>) {
         }
     }
     (count, distinct)
+}
+
+/// The controller's log filter: `info` (its debug lines would be part of what is measured),
+/// or `UDN_BENCH_CONTROLLER_LOG` to look into a run (e.g. `info,udn_ovsdb::client=debug`
+/// logs each transaction as it is sent).
+fn log_filter() -> String {
+    std::env::var("UDN_BENCH_CONTROLLER_LOG").unwrap_or_else(|_| "info".to_owned())
 }
