@@ -1,12 +1,14 @@
 //! What the host says about itself, read for the node's annotations and the gateway: the
-//! chassis (OVS `system-id`), the gateway bridge holding the gateway interface, its MAC and
-//! addresses, the default next hops, the host's addresses.
+//! chassis (OVS `system-id`), the gateway bridge holding the gateway interface (a plain NIC
+//! is moved into a new `br<nic>` first, as upstream's `NicToBridge`), its MAC and addresses,
+//! the default next hops, the host's addresses.
 
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 use udn_api::annotations::if_addrs::IfAddrs;
 
+use super::nic_to_bridge::{self, NicToBridge, NicToBridgeError};
 use crate::annotations::{GatewayFacts, NodeFacts};
 use crate::config::Config;
 use crate::netlink::address::list_addresses;
@@ -32,11 +34,9 @@ pub enum FactsError {
     /// No gateway interface.
     #[error("no gateway interface: --gateway-interface is not set and there is no default route")]
     NoGatewayInterface,
-    /// The gateway interface is no OVS bridge nor a port of one.
-    #[error(
-        "--gateway-interface {0}: not an OVS bridge nor a port of one (moving a NIC into a new breth0 is not supported yet: create the bridge first, as ovnkube's NicToBridge leaves it)"
-    )]
-    NotBridged(String),
+    /// The gateway interface, a plain NIC, could not be moved into its bridge.
+    #[error(transparent)]
+    NicToBridge(#[from] NicToBridgeError),
     /// The bridge's netdev is missing.
     #[error("gateway bridge {0}: no such network interface")]
     NoBridgeNetdev(String),
@@ -57,6 +57,39 @@ fn gateway_bridge(ovs: &Ovs, interface: &str) -> Result<Option<String>, OvsError
     Ok(state
         .bridge_of_port(port)
         .map(|(_, bridge)| bridge.name.clone()))
+}
+
+/// The gateway bridge for `interface`: the bridge it is or belongs to, else (a plain NIC,
+/// as upstream) a new `br<interface>` the NIC is moved into. A bridge `NicToBridge` made
+/// (`external_ids:bridge-uplink`, the uplink one of its ports) gets the rest of a move a
+/// crash cut short: the uplink's addresses and routes.
+async fn ensure_gateway_bridge(
+    config: &Config,
+    ovs: &Ovs,
+    netlink: &Netlink,
+    interface: &str,
+) -> Result<String, FactsError> {
+    let Some(bridge) = gateway_bridge(ovs, interface)? else {
+        let spec = NicToBridge::for_nic(interface, &config.datapath_type);
+        nic_to_bridge::ensure(ovs, netlink, &spec).await?;
+        return Ok(spec.bridge);
+    };
+    let Some(uplink) = ovs.bridge_uplink(&bridge)? else {
+        return Ok(bridge);
+    };
+    if gateway_bridge(ovs, &uplink)?.as_deref() != Some(bridge.as_str()) {
+        return Ok(bridge);
+    }
+    let spec = NicToBridge {
+        nic: uplink,
+        bridge,
+        datapath_type: config.datapath_type.clone(),
+    };
+    match nic_to_bridge::ensure(ovs, netlink, &spec).await {
+        // An uplink OVS holds without a netdev leaves nothing to finish.
+        Ok(_) | Err(NicToBridgeError::NoNic { .. }) => Ok(spec.bridge),
+        Err(error) => Err(error.into()),
+    }
 }
 
 fn is_global(address: &IpNetwork) -> bool {
@@ -91,7 +124,9 @@ pub async fn gather(config: &Config, ovs: &Ovs) -> Result<NodeFacts, FactsError>
             .map(|link| link.name.clone())
             .ok_or(FactsError::NoGatewayInterface)?,
     };
-    let bridge = gateway_bridge(ovs, &interface)?.ok_or(FactsError::NotBridged(interface))?;
+    let bridge = ensure_gateway_bridge(config, ovs, &netlink, &interface).await?;
+    // A NIC just moved: the bridge's netdev is new and the NIC's addresses moved with it.
+    let links = list_links(&netlink).await?;
     let link = link_by_name(&netlink, &bridge)
         .await?
         .ok_or_else(|| FactsError::NoBridgeNetdev(bridge.clone()))?;

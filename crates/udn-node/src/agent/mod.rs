@@ -8,6 +8,7 @@ pub mod facts;
 pub mod gateway;
 pub mod mgmt;
 pub mod mgmt_snat;
+pub mod nic_to_bridge;
 pub mod pods;
 pub mod udn_host;
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use udn_ovsdb::protocol::Operation;
-use udn_ovsdb::vswitch::{bridge, open_vswitch};
+use udn_ovsdb::protocol::{Atom, Operation, Value};
+use udn_ovsdb::vswitch::{bridge, interface, open_vswitch};
 
 use super::error::OvsError;
 use super::ops::{
@@ -25,6 +25,8 @@ pub struct BridgePort {
     pub iface_type: String,
     /// Port `other_config` pairs (e.g. `transient=true`).
     pub other_config: BTreeMap<String, String>,
+    /// The interface's `mtu_request`, when set.
+    pub mtu_request: Option<i64>,
 }
 
 /// A bridge.
@@ -42,6 +44,8 @@ pub struct DesiredBridge {
     pub external_ids: BTreeMap<String, String>,
     /// Further ports.
     pub ports: Vec<BridgePort>,
+    /// The `mtu_request` of the bridge's own (internal) interface, when set.
+    pub mtu_request: Option<i64>,
 }
 
 impl DesiredBridge {
@@ -54,13 +58,24 @@ impl DesiredBridge {
             other_config: BTreeMap::from([("disable-in-band".to_owned(), "true".to_owned())]),
             external_ids: BTreeMap::new(),
             ports: Vec::new(),
+            mtu_request: None,
+        }
+    }
+
+    /// The bridge's own port (an internal one of the same name).
+    fn own_port(&self) -> BridgePort {
+        BridgePort {
+            name: self.name.clone(),
+            iface_type: "internal".to_owned(),
+            other_config: BTreeMap::new(),
+            mtu_request: self.mtu_request,
         }
     }
 }
 
 /// Plans the bridge (empty: converged): a missing one is created with its internal port and
 /// the `Open_vSwitch` row's reference; an existing one gets what differs; missing ports are
-/// added.
+/// added (ports that exist are left as they are, but the internal interface's `mtu_request`).
 pub fn plan_bridge(state: &OvsState, desired: &DesiredBridge) -> Result<Vec<Operation>, OvsError> {
     let Some((uuid, current)) = state.bridge(&desired.name) else {
         return create_bridge(state, desired);
@@ -88,15 +103,19 @@ pub fn plan_bridge(state: &OvsState, desired: &DesiredBridge) -> Result<Vec<Oper
     if !mutations.is_empty() {
         ops.push(mutate(bridge::TABLE, uuid, mutations));
     }
-    let own = BridgePort {
-        name: desired.name.clone(),
-        iface_type: "internal".to_owned(),
-        other_config: BTreeMap::new(),
-    };
+    let own = desired.own_port();
     for (tag, port) in std::iter::once(&own).chain(&desired.ports).enumerate() {
         if state.port(&port.name).is_none() {
             ops.extend(plan_port(state, &port_write(&desired.name, port), tag)?);
         }
+    }
+    if let Some(mtu) = desired.mtu_request
+        && state.port(&desired.name).is_some()
+        && let Some((iface, current)) = state.interface(&desired.name)
+        && current.mtu_request != Some(mtu)
+    {
+        let columns = row([(interface::MTU_REQUEST, Value::Atom(Atom::Integer(mtu)))]);
+        ops.push(update(interface::TABLE, iface, columns));
     }
     Ok(ops)
 }
@@ -108,7 +127,7 @@ fn port_write<'a>(bridge: &'a str, port: &'a BridgePort) -> PortWrite<'a> {
         name: &port.name,
         iface_type: &port.iface_type,
         mac: None,
-        mtu_request: None,
+        mtu_request: port.mtu_request,
         external_ids: &NO_IDS,
         remove_external_ids: &[],
         port_other_config: &port.other_config,
@@ -117,11 +136,17 @@ fn port_write<'a>(bridge: &'a str, port: &'a BridgePort) -> PortWrite<'a> {
 
 /// Inserts a new port with its one interface (named `port<tag>` / `iface<tag>`).
 fn insert_port(ops: &mut Vec<Operation>, tag: usize, port: &BridgePort) -> RowRef {
-    use udn_ovsdb::vswitch::{interface, port as port_table};
+    use udn_ovsdb::vswitch::port as port_table;
     let iface = format!("iface{tag}");
     let mut iface_row = row([(interface::NAME, string(&port.name))]);
     if !port.iface_type.is_empty() {
         iface_row.insert(interface::TYPE.to_owned(), string(&port.iface_type));
+    }
+    if let Some(mtu) = port.mtu_request {
+        iface_row.insert(
+            interface::MTU_REQUEST.to_owned(),
+            Value::Atom(Atom::Integer(mtu)),
+        );
     }
     ops.push(insert(interface::TABLE, &iface, iface_row));
     let name = format!("port{tag}");
@@ -148,11 +173,7 @@ fn create_bridge(state: &OvsState, desired: &DesiredBridge) -> Result<Vec<Operat
     let root_uuid = root.uuid.ok_or(OvsError::NoOpenVswitchRow)?;
     let mut ops = Vec::new();
     let mut port_refs = Vec::new();
-    let own = BridgePort {
-        name: desired.name.clone(),
-        iface_type: "internal".to_owned(),
-        other_config: BTreeMap::new(),
-    };
+    let own = desired.own_port();
     for (tag, port) in std::iter::once(&own).chain(&desired.ports).enumerate() {
         port_refs.push(insert_port(&mut ops, tag, port));
     }

@@ -7,6 +7,7 @@
 //! - [`open_vswitch`]: the chassis configuration ovn-controller reads (spec §5.1) and the
 //!   bridge mappings, merged with keys we do not own;
 //! - [`bridge`]: a bridge with its ports (`br-int` as ovn-controller makes it);
+//! - [`nic_bridge`]: the gateway bridge a NIC is moved into (upstream's `NicToBridge`);
 //! - [`pod_port`]: a pod's port as upstream's `ConfigureOVS`; [`wait`]: `ovn-installed`;
 //! - [`sandbox`]: CNI DEL by `external_ids:sandbox`, and the pod ports for a restart;
 //! - [`mgmt_port`]: `ovn-k8s-mp0` / `ovn-k8s-mp<id>`.
@@ -15,6 +16,7 @@ pub mod bridge;
 pub mod client;
 pub mod error;
 pub mod mgmt_port;
+pub mod nic_bridge;
 pub mod open_vswitch;
 mod ops;
 pub mod pod_port;
@@ -30,6 +32,7 @@ pub use bridge::{BridgePort, DesiredBridge};
 pub use client::{DEFAULT_OVS_ENDPOINT, Ovs, OvsConfig};
 pub use error::OvsError;
 pub use mgmt_port::{MgmtPort, legacy_mgmt_port_name, mgmt_iface_id, mgmt_port_name};
+pub use nic_bridge::{Attachment, NicBridge, nic_bridge_name};
 pub use open_vswitch::{ChassisConfig, merge_bridge_mappings};
 pub use pod_port::{BR_INT, PodPort, PodPortNetwork, PodPortPlan, go_ip_list, pod_iface_id};
 pub use sandbox::{NadFilter, PodPortRecord};
