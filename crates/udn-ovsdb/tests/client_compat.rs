@@ -89,6 +89,7 @@ async fn newer_server_with_extra_tables_and_columns_is_accepted() {
                 table: "Future_Table".into(),
                 row: row(&[("name", s("f"))]),
                 uuid_name: None,
+                uuid: None,
             },
             Operation::Insert {
                 table: "Logical_Switch".into(),
@@ -97,6 +98,7 @@ async fn newer_server_with_extra_tables_and_columns_is_accepted() {
                     ("future_col", Value::Set(vec![Atom::String("x".into())])),
                 ]),
                 uuid_name: None,
+                uuid: None,
             },
         ])
         .await
@@ -164,6 +166,7 @@ async fn tcp_client_answers_the_server_inactivity_probe() {
             table: "Logical_Switch".into(),
             row: [("name".to_owned(), s("tcp"))].into_iter().collect(),
             uuid_name: None,
+            uuid: None,
         }])
         .await
         .unwrap();

@@ -67,6 +67,7 @@ fn insert_switch(name: &str, uuid_name: Option<&str>) -> Operation {
         table: "Logical_Switch".into(),
         row: row(&[("name", s(name))]),
         uuid_name: uuid_name.map(str::to_owned),
+        uuid: None,
     }
 }
 
@@ -125,6 +126,7 @@ async fn transact_every_operation_kind() {
                     ),
                 ]),
                 uuid_name: Some("p1".into()),
+                uuid: None,
             },
             Operation::Insert {
                 table: "Logical_Switch".into(),
@@ -134,6 +136,7 @@ async fn transact_every_operation_kind() {
                     ("external_ids", ids(&[("k8s.ovn.org/network", "blue")])),
                 ]),
                 uuid_name: None,
+                uuid: None,
             },
         ])
         .await
@@ -233,6 +236,7 @@ async fn transaction_errors_are_typed_with_server_details() {
         table: "Port_Group".into(),
         row: row(&[("name", s(name))]),
         uuid_name: None,
+        uuid: None,
     };
     client.transact(vec![pg("pg1")]).await.unwrap();
     // Index collision: Port_Group has a unique index on name.
@@ -256,6 +260,7 @@ async fn transaction_errors_are_typed_with_server_details() {
                 ("ports", Value::Set(vec![Atom::Uuid(missing)])),
             ]),
             uuid_name: None,
+            uuid: None,
         }])
         .await
         .unwrap_err();

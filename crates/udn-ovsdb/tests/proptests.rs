@@ -112,6 +112,7 @@ fn operation() -> impl Strategy<Value = Operation> {
                 table,
                 row,
                 uuid_name,
+                uuid: None,
             }
         }),
         (table, conditions(), prop::option::of(columns())).prop_map(|(table, where_, columns)| {

@@ -119,6 +119,7 @@ fn operation_encodings_match_rfc_7047() {
         table: "Logical_Switch".into(),
         row: row.clone(),
         uuid_name: Some("new_ls".into()),
+        uuid: None,
     };
     assert_eq!(
         insert.to_json(),
@@ -128,6 +129,7 @@ fn operation_encodings_match_rfc_7047() {
         table: "T".into(),
         row: BTreeMap::new(),
         uuid_name: None,
+        uuid: None,
     };
     assert_eq!(
         no_name.to_json(),
@@ -372,6 +374,7 @@ fn direct_encoding_is_the_rfc_text() {
         )]
         .into(),
         uuid_name: Some("ls".into()),
+        uuid: None,
     };
     assert_eq!(
         serde_json::to_string(&op).unwrap(),

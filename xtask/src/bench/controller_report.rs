@@ -389,8 +389,8 @@ pub fn body(figures: &Figures, date: &str) -> String {
          back on a connection that first monitors every column of the tables (as a controller \
          keeps a replica). Groups: a network's rows (a non-root row with the row holding it); \
          the unowned rows (load balancer groups, static MAC bindings) and the default network \
-         come first, and rows another group refers to are inserted with their UUID. `raw_s` is \
-         the fastest variant.\n\n\
+         come first, and rows another group refers to are inserted with their UUID. Each variant \
+         ran 3 times and its fastest run is shown; `raw_s` is the fastest variant.\n\n\
          | raw variant | transactions | seconds | server CPU s | server RSS MiB |\n|---|---|---|---|---|\n",
     );
     let raw_s = figures.raw_s();
@@ -412,7 +412,7 @@ pub fn body(figures: &Figures, date: &str) -> String {
          raw, in the same conditions: its writes from the first NB change to the last ({:.2} s, \
          as the updates reach a connection monitoring the same tables that only times them) \
          against private NB and SB servers with nothing else on the cores \
-         (the isolated run below), over `raw_s` (the raw variants also write to a private \
+         (the isolated run below, the best of 3 runs), over `raw_s` (the raw variants also write to a private \
          server on a connection that monitors the tables, with the same timing connection \
          beside it). Other views: the end-to-end time in the live \
          zone from the controller's start (connections, watches listed, pod addresses \
@@ -434,8 +434,8 @@ pub fn body(figures: &Figures, date: &str) -> String {
     let iso = &figures.isolated;
     let _ = writeln!(
         text,
-        "Isolated (diagnostic): the same binary on the same objects (created anew in a second \
-         API server) against private NB and SB servers with nothing else connected (no northd, \
+        "Isolated (diagnostic; the run with the shortest NB write window of 3): the same binary \
+         on the same objects (created anew in a fresh API server for each run) against private NB and SB servers with nothing else connected (no northd, \
          no ovn-controller competing for the 2 cores, the bench only timing NB's updates): \
          first NB change at {:.2} s, NB converged at **{:.2} s** (`nb_s / raw_s` = {:.2}); its NB write time (metric) {:.2} s in {} \
          calls, {} operations; CPU s controller {:.2}, NB server {:.2}.\n",

@@ -126,7 +126,7 @@ pub fn insert_ops(
             let atoms = targets
                 .iter()
                 .map(|target| match target {
-                    RowRef::Existing(uuid) => Ok(Atom::Uuid(*uuid)),
+                    RowRef::Existing(uuid) | RowRef::Ahead(uuid) => Ok(Atom::Uuid(*uuid)),
                     RowRef::Desired { table, id } => names
                         .get(&(table.as_str(), id.as_str()))
                         .map(|name| Atom::NamedUuid(name.clone()))
@@ -146,6 +146,7 @@ pub fn insert_ops(
             table: row.table.clone(),
             row: values,
             uuid_name: Some(format!("{prefix}{i}")),
+            uuid: None,
         });
     }
     Ok(ops)

@@ -98,6 +98,7 @@ fn insert_encaps(chassis: &RemoteChassis, prefix: &str, ops: &mut Vec<Operation>
                 ("chassis_name".to_owned(), text(&chassis.name)),
             ]),
             uuid_name: Some(name.clone()),
+            uuid: None,
         });
         names.push(Atom::NamedUuid(name));
     }
@@ -131,6 +132,7 @@ pub fn remote_chassis_ops(desired: &[RemoteChassis], sb: &impl TableRows) -> Vec
                     ),
                 ]),
                 uuid_name: None,
+                uuid: None,
             });
             continue;
         };

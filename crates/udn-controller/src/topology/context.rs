@@ -9,6 +9,7 @@ use udn_ipam::{
     udn_masquerade_ips,
 };
 use udn_ovsdb::engine::{DesiredRow, RowRef};
+use udn_ovsdb::protocol::Uuid;
 
 use super::addressing::family_of;
 use super::columns::Markers;
@@ -206,7 +207,17 @@ impl<'a> NetCtx<'a> {
                 super::copp::DEFAULT_COPP,
             ))
         } else {
-            self.zone.copp.map(RowRef::Existing)
+            self.zone.copp.map(|uuid| self.shared_ref(uuid))
+        }
+    }
+
+    /// A reference to a row other controllers own (or no controller): ahead when this pass
+    /// inserts it ([`ZoneInputs::ahead`](super::ZoneInputs)).
+    fn shared_ref(&self, uuid: Uuid) -> RowRef {
+        if self.zone.ahead.contains(&uuid) {
+            RowRef::Ahead(uuid)
+        } else {
+            RowRef::Existing(uuid)
         }
     }
 
@@ -221,7 +232,7 @@ impl<'a> NetCtx<'a> {
                     .load_balancer_groups
                     .get(&name)
                     .copied()
-                    .map(RowRef::Existing)
+                    .map(|uuid| self.shared_ref(uuid))
             })
             .collect()
     }

@@ -38,11 +38,14 @@ pub(crate) fn rows(ctx: &NetCtx<'_>, rows: &mut Rows) {
         rows.add(meter_row(&name, copp_band.clone()));
         meters.push((protocol, name));
     }
-    rows.add(
-        DesiredRow::new(copp::TABLE, DEFAULT_COPP)
-            .string(copp::NAME, DEFAULT_COPP)
-            .value(copp::METERS, super::columns::string_map(meters)),
-    );
+    let mut copp_row = DesiredRow::new(copp::TABLE, DEFAULT_COPP)
+        .string(copp::NAME, DEFAULT_COPP)
+        .value(copp::METERS, super::columns::string_map(meters));
+    // Inserted with the UUID the other networks' routers are planned with (ahead of it).
+    if let Some(uuid) = ctx.zone.copp {
+        copp_row = copp_row.insert_uuid(uuid);
+    }
+    rows.add(copp_row);
     let logging_band = rows.add(band(
         ACL_LOGGING_METER,
         i64::from(ctx.zone.acl_logging_rate_limit),

@@ -160,10 +160,13 @@ fn lb_groups(desired: &KeyedDesired, current: &impl KeyedRowsView, plan: &mut Ke
         }
     }
     for name in desired.load_balancer_groups.difference(&existing) {
+        // With a chosen UUID: the networks' switches and routers are planned (and sent)
+        // referring to it before this insert is answered.
         plan.upserts.push(Operation::Insert {
             table: load_balancer_group::TABLE.to_owned(),
             row: Row::from([(load_balancer_group::NAME.to_owned(), string(name))]),
             uuid_name: None,
+            uuid: Some(super::shared_row_uuid(load_balancer_group::TABLE, name)),
         });
     }
 }
@@ -260,6 +263,7 @@ fn mac_bindings(desired: &KeyedDesired, current: &impl KeyedRowsView, plan: &mut
                 ),
             ]),
             uuid_name: None,
+            uuid: None,
         });
     }
 }

@@ -38,6 +38,7 @@ mod node_switch;
 mod pods;
 mod problem;
 mod routing;
+mod shared_uuid;
 mod zone;
 
 #[cfg(test)]
@@ -51,4 +52,5 @@ pub use desired::{
     network_engine, network_scope,
 };
 pub use problem::{Missing, Part, Problem};
+pub use shared_uuid::shared_row_uuid;
 pub use zone::{DEFAULT_ACL_LOGGING_RATE_LIMIT, SchemaFeatures, ZoneInputs};

@@ -2,7 +2,7 @@
 //! zone's configuration, the nodes, rows other controllers own, and what the server's
 //! schema supports.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use udn_ovsdb::nb;
 use udn_ovsdb::protocol::Uuid;
@@ -27,6 +27,10 @@ pub struct ZoneInputs<'a> {
     /// UUIDs of existing `Load_Balancer_Group` rows by name (they are not engine rows: see
     /// [`super::keyed`]).
     pub load_balancer_groups: BTreeMap<String, Uuid>,
+    /// Of those UUIDs (the COPP's, the groups'), the ones of rows the pass inserts ahead of
+    /// this network's transactions with that UUID (on the same connection), not in the
+    /// database yet: referred to with [`RowRef::Ahead`](udn_ovsdb::engine::RowRef::Ahead).
+    pub ahead: BTreeSet<Uuid>,
     /// Optional columns the server's schema has.
     pub features: SchemaFeatures,
     /// `--ephemeral-port-range` (or the kernel's `net.ipv4.ip_local_port_range`), written as
@@ -45,6 +49,7 @@ impl<'a> ZoneInputs<'a> {
             nodes,
             copp: None,
             load_balancer_groups: BTreeMap::new(),
+            ahead: BTreeSet::new(),
             features: SchemaFeatures::VENDORED,
             ephemeral_port_range: None,
             acl_logging_rate_limit: DEFAULT_ACL_LOGGING_RATE_LIMIT,

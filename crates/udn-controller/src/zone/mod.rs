@@ -10,6 +10,7 @@
 
 mod annotate;
 mod clients;
+mod jobs;
 mod pass;
 mod shared;
 mod teardown;

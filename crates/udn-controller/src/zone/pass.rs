@@ -3,10 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use futures::StreamExt;
 use tracing::{debug, info, warn};
 use udn_ovsdb::engine::{DesiredUnit, Scope, UnitKey, UnitOutcome};
+use udn_ovsdb::protocol::{Operation, Uuid};
 
+use super::jobs::{Done, Job, JobMeta, write_jobs};
 use super::teardown::controllers_in;
 use super::{Running, Zone, annotate, shared};
 use crate::events::{Subject, Warning};
@@ -19,54 +20,6 @@ use crate::topology::keyed::{KeyedDesired, plan_keyed};
 use crate::topology::{
     self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs, network_engine, network_scope,
 };
-
-/// Networks whose engines run at once.
-const NETWORKS_IN_FLIGHT: usize = 8;
-
-/// One network's engine pass to run.
-struct Job {
-    engine: udn_ovsdb::engine::Engine,
-    units: Vec<DesiredUnit>,
-    scope: Scope,
-    meta: JobMeta,
-}
-
-/// What is needed after the pass: which units to track.
-struct JobMeta {
-    controller: String,
-    keys: BTreeSet<UnitKey>,
-    previous: Option<BTreeSet<UnitKey>>,
-    sweeping: bool,
-}
-
-/// A job's outcome.
-struct Done<'n> {
-    net: &'n Network,
-    meta: JobMeta,
-    result: Result<udn_ovsdb::engine::ApplyReport, udn_ovsdb::engine::PlanError>,
-    /// How long its engine pass took (measured when it ended, not when the batch did).
-    took: std::time::Duration,
-}
-
-/// One network's engine pass.
-async fn run_job<'n>(
-    nb: &udn_ovsdb::client::Client,
-    policy: &udn_ovsdb::engine::ApplyPolicy,
-    net: &'n Network,
-    job: Job,
-) -> Done<'n> {
-    let started = Instant::now();
-    let result = job
-        .engine
-        .reconcile(nb, job.units, &job.scope, policy)
-        .await;
-    Done {
-        net,
-        meta: job.meta,
-        result,
-        took: started.elapsed(),
-    }
-}
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -296,33 +249,46 @@ impl Zone {
             controllers: order.iter().map(|n| n.controller_name()).collect(),
             ..KeyedDesired::default()
         };
-        let upserts = plan_keyed(&groups_only, &*self.nb.replica()).upserts;
-        match self.write_nb(upserts).await {
-            Ok(ops) => report.nb_ops += ops,
-            Err(error) => {
-                warn!(error = %error, "load balancer groups not written");
-                report.failures += 1;
-            }
+        // The shared rows (the groups, the COPP the default network owns) as they are, or as
+        // this pass inserts them: with chosen UUIDs, written ahead of the networks'
+        // transactions, so every network is planned and sent without waiting for them.
+        let lead = plan_keyed(&groups_only, &*self.nb.replica()).upserts;
+        let (copp, mut groups) = shared::shared_rows(&self.nb.replica());
+        let mut ahead: BTreeSet<Uuid> = BTreeSet::new();
+        for (name, uuid) in lead.iter().filter_map(inserted_group) {
+            groups.insert(name, uuid);
+            ahead.insert(uuid);
         }
+        let copp = copp.unwrap_or_else(|| {
+            let uuid =
+                topology::shared_row_uuid(udn_ovsdb::nb::copp::TABLE, topology::DEFAULT_COPP);
+            ahead.insert(uuid);
+            uuid
+        });
         let mut keyed_parts: Vec<NetworkDesired> = Vec::new();
         let empty: Vec<PodAttachment> = Vec::new();
-        // Read once: the groups exist now; the COPP is read again after the default network
-        // (its owner) was reconciled.
-        let (mut copp, groups) = shared::shared_rows(&self.nb.replica());
         let mut jobs: Vec<(&Network, Job)> = Vec::new();
         let mut render = std::time::Duration::ZERO;
+        // The default network first: it owns the COPP the other routers refer to.
         for net in order {
             if self.teardown_failed.contains(&net.controller_name()) {
                 // Built again once the old rows are gone.
                 continue;
             }
             let mut zone = ZoneInputs::new(&self.config.zone, &snap.nodes);
-            zone.copp = copp;
+            zone.copp = Some(copp);
             // Only this network's groups: a copy of every group per network would cost
             // O(networks) each.
             zone.load_balancer_groups = topology::load_balancer_groups(net)
                 .into_iter()
                 .filter_map(|name| groups.get(&name).map(|uuid| (name, *uuid)))
+                .collect();
+            zone.ahead = zone
+                .load_balancer_groups
+                .values()
+                .chain([&copp])
+                .filter(|uuid| ahead.contains(uuid))
+                .copied()
                 .collect();
             zone.features = features;
             zone.acl_logging_rate_limit = self.config.acl_logging_rate_limit;
@@ -351,23 +317,22 @@ impl Zone {
                 problems: Vec::new(),
             });
             let job = self.prepare(desired);
-            if net.is_default() {
-                // Alone and first: the other routers refer to the COPP it owns.
-                let done = self.run_jobs(vec![(net, job)]).await;
-                self.finish_jobs(done, report);
-                copp = shared::shared_rows(&self.nb.replica()).0;
-            } else {
-                jobs.push((net, job));
-            }
+            jobs.push((net, job));
         }
         let engines_started = Instant::now();
-        let done = self.run_jobs(jobs).await;
-        self.finish_jobs(done, report);
-        debug!(
-            render_ms = render.as_millis() as u64,
-            engines_ms = engines_started.elapsed().as_millis() as u64,
-            "networks reconciled"
-        );
+        let written = write_jobs(&self.nb, &self.policy, lead, jobs).await;
+        match &written.lead {
+            Ok((ops, took)) => {
+                if *ops > 0 {
+                    self.metrics.record_write("nb", *ops, *took);
+                }
+                report.nb_ops += ops;
+            }
+            Err(error) => {
+                warn!(error = %error, "load balancer groups not written");
+                report.failures += 1;
+            }
+        }
         report.networks = snap.networks.networks.len();
         self.metrics
             .networks
@@ -384,6 +349,14 @@ impl Zone {
                 report.failures += 1;
             }
         }
+        // Every write of the pass is answered: each network is verified now.
+        let done = written.verify(&self.nb);
+        self.finish_jobs(done, report);
+        debug!(
+            render_ms = render.as_millis() as u64,
+            engines_ms = engines_started.elapsed().as_millis() as u64,
+            "networks reconciled"
+        );
     }
 
     /// Writes plain operations to the Northbound database in one transaction.
@@ -432,26 +405,6 @@ impl Zone {
                 previous,
                 sweeping,
             },
-        }
-    }
-
-    /// Runs the engines of `jobs`, a few networks at a time (each waits for its
-    /// transactions; several in flight keep the server busy).
-    async fn run_jobs<'n>(&self, jobs: Vec<(&'n Network, Job)>) -> Vec<Done<'n>> {
-        let mut pending = jobs.into_iter();
-        let mut running = futures::stream::FuturesUnordered::new();
-        let mut done = Vec::new();
-        loop {
-            while running.len() < NETWORKS_IN_FLIGHT {
-                let Some((net, job)) = pending.next() else {
-                    break;
-                };
-                running.push(run_job(&self.nb, &self.policy, net, job));
-            }
-            match running.next().await {
-                Some(finished) => done.push(finished),
-                None => return done,
-            }
         }
     }
 
@@ -591,5 +544,27 @@ fn problem_reason(problem: &Problem) -> &'static str {
     match problem {
         Problem::Pod { .. } => "ErrorReconcilingPod",
         Problem::Node { .. } | Problem::Network { .. } => "ErrorReconcilingNode",
+    }
+}
+
+/// The name and UUID of a load balancer group the lead inserts with a chosen UUID.
+fn inserted_group(op: &Operation) -> Option<(String, Uuid)> {
+    let Operation::Insert {
+        table,
+        row,
+        uuid: Some(uuid),
+        ..
+    } = op
+    else {
+        return None;
+    };
+    if table != udn_ovsdb::nb::load_balancer_group::TABLE {
+        return None;
+    }
+    match row.get(udn_ovsdb::nb::load_balancer_group::NAME) {
+        Some(udn_ovsdb::protocol::Value::Atom(udn_ovsdb::protocol::Atom::String(name))) => {
+            Some((name.clone(), *uuid))
+        }
+        _ => None,
     }
 }

@@ -79,6 +79,7 @@ pub(crate) fn insert(table: &str, name: &str, row: Row) -> Operation {
         table: table.to_owned(),
         row,
         uuid_name: Some(name.to_owned()),
+        uuid: None,
     }
 }
 

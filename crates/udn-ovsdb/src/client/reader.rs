@@ -5,6 +5,11 @@
 //! order they arrive, before it delivers any later reply: ovsdb-server sends the updates of a
 //! transaction before the transaction's reply, so when `transact` returns the replica already
 //! shows the commit.
+//!
+//! The socket is drained by a task of its own ([`read_ahead`]) into a bounded queue of chunks
+//! that the decoding loop takes from: ovsdb-server reads no further request of a connection
+//! while what it has to send on it is not flushed, so a client decoding a burst of updates
+//! straight from the socket would hold up its own later transactions.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +34,8 @@ use crate::protocol::{MonitorUpdate, decode_transact_result_slice};
 const MAX_MESSAGE_BYTES: usize = 1 << 30;
 /// Bytes read from the socket at a time: messages within one read are decoded in place.
 const READ_BUFFER_BYTES: usize = 256 * 1024;
+/// Chunks read ahead of the decoding (at most this many times [`READ_BUFFER_BYTES`]).
+const READ_AHEAD_CHUNKS: usize = 256;
 
 fn protocol(context: &str, source: ProtocolError) -> ClientError {
     ClientError::Protocol {
@@ -41,31 +48,53 @@ fn protocol(context: &str, source: ProtocolError) -> ClientError {
 pub(crate) async fn read_loop(
     link: Arc<Link>,
     state: Arc<SyncState>,
-    mut read: ReadHalf,
+    read: ReadHalf,
     probe_interval: Duration,
 ) -> ClientError {
-    let reason = read_messages(&link, &state, &mut read, probe_interval).await;
+    let (chunks, mut queue) = tokio::sync::mpsc::channel(READ_AHEAD_CHUNKS);
+    let drain = tokio::spawn(read_ahead(read, chunks));
+    let reason = read_messages(&link, &state, &mut queue, probe_interval).await;
+    drain.abort();
     link.close();
     reason
+}
+
+/// Reads the socket into `chunks` as fast as it delivers (until it ends or fails, which
+/// is queued as the last chunk), so the server never waits for the decoding.
+async fn read_ahead(
+    mut read: ReadHalf,
+    chunks: tokio::sync::mpsc::Sender<std::io::Result<Vec<u8>>>,
+) {
+    let mut buf = vec![0u8; READ_BUFFER_BYTES];
+    loop {
+        // Copied out at its length: a queued chunk holds no more than it read.
+        let result = read
+            .read(&mut buf)
+            .await
+            .map(|n| buf.get(..n).unwrap_or_default().to_vec());
+        let last = !matches!(&result, Ok(chunk) if !chunk.is_empty());
+        if chunks.send(result).await.is_err() || last {
+            return;
+        }
+    }
 }
 
 async fn read_messages(
     link: &Link,
     state: &SyncState,
-    read: &mut ReadHalf,
+    queue: &mut tokio::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
     probe_interval: Duration,
 ) -> ClientError {
     let mut splitter = JsonSplitter::new(MAX_MESSAGE_BYTES);
-    let mut buf = vec![0u8; READ_BUFFER_BYTES];
     let mut last_received = Instant::now();
     let mut probing = false;
     loop {
-        let n = if probe_interval.is_zero() {
-            read.read(&mut buf).await
+        let next = if probe_interval.is_zero() {
+            queue.recv().await
         } else {
             let waited = if probing { 2 } else { 1 };
             let deadline = last_received + probe_interval * waited;
-            match tokio::time::timeout_at(deadline, read.read(&mut buf)).await {
+            match tokio::time::timeout_at(deadline, queue.recv()).await {
                 Ok(result) => result,
                 Err(_) if probing => {
                     return protocol(
@@ -90,17 +119,18 @@ async fn read_messages(
                 }
             }
         };
-        let n = match n {
-            Ok(0) => return ClientError::Disconnected,
-            Ok(n) => n,
-            Err(error) => {
+        let buf = match next {
+            None => return ClientError::Disconnected,
+            Some(Ok(buf)) if buf.is_empty() => return ClientError::Disconnected,
+            Some(Ok(buf)) => buf,
+            Some(Err(error)) => {
                 debug!(%error, "ovsdb read failed");
                 return ClientError::Disconnected;
             }
         };
         last_received = Instant::now();
         probing = false;
-        let mut frames = splitter.frames(buf.get(..n).unwrap_or_default());
+        let mut frames = splitter.frames(&buf);
         while let Some(bytes) = frames.next_message() {
             let bytes = match bytes {
                 Ok(bytes) => bytes,

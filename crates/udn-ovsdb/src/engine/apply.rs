@@ -544,10 +544,12 @@ fn resolve_names(op: &Operation, names: &HashMap<String, Uuid>) -> Operation {
             table,
             row: r,
             uuid_name,
+            uuid,
         } => Operation::Insert {
             table: table.clone(),
             row: row(r),
             uuid_name: uuid_name.clone(),
+            uuid: *uuid,
         },
         Operation::Update {
             table,

@@ -45,6 +45,14 @@ pub enum RowRef {
     },
     /// Any existing row, e.g. one of another owner.
     Existing(Uuid),
+    /// A row of another owner that an earlier transaction on the same connection inserts
+    /// with this UUID ([`DesiredRow::insert_uuid`], [`Operation::Insert`]'s `uuid`), so it
+    /// may not be in the view yet: not checked against it (the server checks it on commit,
+    /// and a transaction naming a row that does not exist is rejected as a whole). Once
+    /// the row exists it is planned, compared and fingerprinted as [`RowRef::Existing`].
+    ///
+    /// [`Operation::Insert`]: crate::protocol::Operation::Insert
+    Ahead(Uuid),
 }
 
 impl RowRef {
@@ -79,6 +87,9 @@ pub struct DesiredRow {
     pub columns: Row,
     /// Reference columns: the rows each one holds.
     pub refs: BTreeMap<String, Vec<RowRef>>,
+    /// The UUID to give the row if it is inserted (see [`DesiredRow::insert_uuid`]); not
+    /// compared: an existing row keeps its own.
+    pub insert_uuid: Option<Uuid>,
 }
 
 impl DesiredRow {
@@ -90,7 +101,17 @@ impl DesiredRow {
             owner_type: None,
             columns: Row::new(),
             refs: BTreeMap::new(),
+            insert_uuid: None,
         }
+    }
+
+    /// Inserts the row, when it does not exist yet, with `uuid` rather than one the server
+    /// picks, so that rows of other controllers (other transactions) can refer to it with
+    /// [`RowRef::Ahead`] before it is committed.
+    #[must_use]
+    pub fn insert_uuid(mut self, uuid: Uuid) -> Self {
+        self.insert_uuid = Some(uuid);
+        self
     }
 
     /// Stamps `owner_type` on this row instead of the unit's owner type (see the field of

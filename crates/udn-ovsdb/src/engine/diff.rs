@@ -301,8 +301,10 @@ impl<'v, V: OwnedRowsView> Lookup<'_, 'v, V> {
         let mut atoms = Vec::with_capacity(targets.len());
         for target in targets {
             let atom = match target {
-                RowRef::Existing(uuid) => {
-                    if self.view.row(ref_table, uuid).is_none() {
+                RowRef::Existing(uuid) | RowRef::Ahead(uuid) => {
+                    if matches!(target, RowRef::Existing(_))
+                        && self.view.row(ref_table, uuid).is_none()
+                    {
                         return Err(self.dangling(ctx, column, uuid.to_string()));
                     }
                     decided.outside.push(OutsideRef {

@@ -60,9 +60,13 @@ pub(crate) fn op_line(op: &Operation, info: &OpInfo) -> String {
             table,
             row,
             uuid_name,
+            uuid,
         } => {
             let columns: Vec<&str> = row.keys().map(String::as_str).collect();
-            let name = uuid_name.as_deref().unwrap_or("-");
+            let name = match uuid {
+                Some(uuid) => format!("{} ({uuid})", uuid_name.as_deref().unwrap_or("-")),
+                None => uuid_name.as_deref().unwrap_or("-").to_owned(),
+            };
             format!(
                 "insert {} as {name}: {}",
                 target(table, id, &[]),

@@ -176,7 +176,9 @@ pub(crate) fn fingerprint(keys: &FingerprintKeys, controller: &str, unit: &Desir
                         h.text(table);
                         h.text(id);
                     }
-                    RowRef::Existing(uuid) => {
+                    // The same row either way: a unit planned while the row was ahead is
+                    // converged once it exists.
+                    RowRef::Existing(uuid) | RowRef::Ahead(uuid) => {
                         h.tagged(14, 0);
                         h.uuid(uuid.as_u128());
                     }

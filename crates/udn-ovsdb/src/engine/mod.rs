@@ -53,6 +53,7 @@ pub use apply::{ApplyPolicy, ApplyReport, TransactFailure, Transactor, UnitOutco
 pub use desired::{DesiredRow, DesiredUnit, RowRef, Scope, UnitKey};
 pub use error::{PlanError, RowAt, UnitError};
 pub use plan::Plan;
+pub use reconcile::PlannedPass;
 pub use stamps::{ID_KEY, INDEXED_KEYS, OWNER_CONTROLLER_KEY, OWNER_KEY, OWNER_TYPE_KEY};
 pub use view::OwnedRowsView;
 

@@ -411,6 +411,7 @@ impl Work<'_> {
                     table: row.table,
                     row: values,
                     uuid_name: Some(new_row_name(u, r)),
+                    uuid: row.insert_uuid,
                 });
                 group.info.push(OpInfo {
                     unit: u,

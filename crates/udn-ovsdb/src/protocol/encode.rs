@@ -92,12 +92,16 @@ impl Serialize for Operation {
                 table,
                 row,
                 uuid_name,
+                uuid,
             } => {
                 map.serialize_entry("op", "insert")?;
                 map.serialize_entry("table", table)?;
                 map.serialize_entry("row", row)?;
                 if let Some(name) = uuid_name {
                     map.serialize_entry("uuid-name", name)?;
+                }
+                if let Some(uuid) = uuid {
+                    map.serialize_entry("uuid", &uuid.to_string())?;
                 }
             }
             Self::Select {
@@ -232,6 +236,13 @@ mod tests {
                 table: "T".into(),
                 row: row.clone(),
                 uuid_name: Some("n".into()),
+                uuid: None,
+            },
+            Operation::Insert {
+                table: "T".into(),
+                row: row.clone(),
+                uuid_name: None,
+                uuid: Some(Uuid::from_u128(9)),
             },
             Operation::Select {
                 table: "T".into(),

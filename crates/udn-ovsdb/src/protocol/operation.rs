@@ -149,6 +149,10 @@ pub enum Operation {
         row: Row,
         /// `uuid-name` so later operations can refer to the new row.
         uuid_name: Option<String>,
+        /// The new row's UUID, chosen by the client (ovsdb-server's `uuid` member of
+        /// `insert`, an extension of RFC 7047 since OVS 2.13), so that a later transaction
+        /// can refer to it before this one was answered. `None`: the server picks it.
+        uuid: Option<Uuid>,
     },
     /// §5.2.2 select.
     Select {
@@ -231,12 +235,16 @@ impl Operation {
                 table,
                 row,
                 uuid_name,
+                uuid,
             } => {
                 put("op", "insert".into());
                 put("table", table.as_str().into());
                 put("row", row_to_json(row));
                 if let Some(name) = uuid_name {
                     put("uuid-name", name.as_str().into());
+                }
+                if let Some(uuid) = uuid {
+                    put("uuid", uuid.to_string().into());
                 }
             }
             Self::Select {

@@ -44,6 +44,7 @@ impl Txn {
             table: T::TABLE.to_owned(),
             row,
             uuid_name: Some(name.to_owned()),
+            uuid: None,
         });
         self.names.push(name.to_owned());
     }

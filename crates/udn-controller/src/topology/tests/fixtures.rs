@@ -314,7 +314,7 @@ pub(super) fn refs(row: &DesiredRow, column: &str) -> BTreeSet<String> {
                 .iter()
                 .map(|t| match t {
                     RowRef::Desired { id, .. } => id.clone(),
-                    RowRef::Existing(uuid) => uuid.to_string(),
+                    RowRef::Existing(uuid) | RowRef::Ahead(uuid) => uuid.to_string(),
                 })
                 .collect()
         })
@@ -334,7 +334,7 @@ pub(super) fn targets<'a>(
                 .iter()
                 .filter_map(|t| match t {
                     RowRef::Desired { table, id } => find(desired, table, id),
-                    RowRef::Existing(_) => None,
+                    RowRef::Existing(_) | RowRef::Ahead(_) => None,
                 })
                 .collect()
         })

@@ -133,6 +133,7 @@ impl MemoryDb {
                 table,
                 row,
                 uuid_name,
+                uuid: requested,
             } => {
                 let row = row
                     .into_iter()
@@ -140,7 +141,10 @@ impl MemoryDb {
                     .collect::<Result<Row, OperationError>>()?;
                 let row = self.normalize(&table, row)?;
                 self.next += 1;
-                let uuid = Uuid::from_u128(self.next);
+                let uuid = requested.unwrap_or(Uuid::from_u128(self.next));
+                if self.tables.values().any(|rows| rows.contains_key(&uuid)) {
+                    return Err(fail("duplicate uuid", uuid.to_string()));
+                }
                 if let Some(name) = uuid_name
                     && names.insert(name.clone(), uuid).is_some()
                 {

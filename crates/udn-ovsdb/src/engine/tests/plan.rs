@@ -527,3 +527,53 @@ impl OwnedRowsView for Unlisted<'_> {
         self.0.referrers(target)
     }
 }
+
+#[test]
+fn rows_written_ahead_are_referred_to_before_they_exist() {
+    use crate::protocol::Uuid;
+    let mut db = MemoryDb::nb();
+    let chosen = Uuid::from_u128(0x1234_5678_9abc_4def_8123_4567_89ab_cdef);
+    // Another controller's unit inserts the COPP with the chosen UUID...
+    let shared = DesiredUnit::new(key("shared")).row(
+        DesiredRow::new("Copp", "copp")
+            .string("name", "ovnkube-default")
+            .insert_uuid(chosen),
+    );
+    // ... and this network, planned before that commit, refers to it ahead.
+    let unit = DesiredUnit::new(key("net1")).row(
+        DesiredRow::new("Logical_Router", "r")
+            .string("name", "r")
+            .refs("copp", [RowRef::Ahead(chosen)]),
+    );
+    let first = engine().plan(&db, vec![shared], &Scope::Units).unwrap();
+    let second = engine()
+        .plan(&db, vec![unit.clone()], &Scope::Units)
+        .unwrap();
+    let ops = |plan: &crate::engine::Plan| -> Vec<Operation> {
+        plan.operations().map(|(_, op)| op.clone()).collect()
+    };
+    assert!(
+        matches!(ops(&first).as_slice(), [Operation::Insert { uuid: Some(u), .. }] if *u == chosen),
+        "{first}"
+    );
+    db.transact(ops(&first)).unwrap();
+    db.transact(ops(&second)).unwrap();
+    let (copp, _) = by_name(&db, "Copp", "ovnkube-default");
+    assert_eq!(copp, chosen);
+    let (_, router) = by_name(&db, "Logical_Router", "r");
+    assert_eq!(
+        router.get("copp"),
+        Some(&Value::Set(vec![Atom::Uuid(chosen)]))
+    );
+    // Once it exists, the same unit with an existing reference has nothing to do.
+    let existing = DesiredUnit::new(key("net1")).row(
+        DesiredRow::new("Logical_Router", "r")
+            .string("name", "r")
+            .refs("copp", [RowRef::Existing(chosen)]),
+    );
+    let again = engine().plan(&db, vec![existing], &Scope::Units).unwrap();
+    assert!(again.is_empty(), "{again}");
+    // Planned against a view without the row, an existing reference dangles; ahead does not.
+    let empty = MemoryDb::nb();
+    assert!(engine().plan(&empty, vec![unit], &Scope::Units).is_ok());
+}

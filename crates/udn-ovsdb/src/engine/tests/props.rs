@@ -152,6 +152,7 @@ fn drift_ops(db: &MemoryDb, (kind, net, node): (u8, usize, usize)) -> Vec<Operat
         table: "Logical_Switch".into(),
         row,
         uuid_name: None,
+        uuid: None,
     };
     match kind {
         0 => switch

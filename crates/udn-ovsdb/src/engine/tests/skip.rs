@@ -150,6 +150,7 @@ fn drifts(synced: &Synced) -> Vec<(&'static str, Vec<Operation>)> {
                     ("external_ids".into(), stamps(Some("net1"), "intruder")),
                 ]),
                 uuid_name: None,
+                uuid: None,
             }],
         ),
         (
@@ -158,6 +159,7 @@ fn drifts(synced: &Synced) -> Vec<(&'static str, Vec<Operation>)> {
                 table: "Logical_Switch".into(),
                 row: duplicate,
                 uuid_name: None,
+                uuid: None,
             }],
         ),
         (
@@ -229,6 +231,7 @@ fn a_foreign_element_added_to_our_set_is_compared_and_kept() {
             table: "Logical_Switch_Port".into(),
             row: Row::from([("name".into(), Value::Atom(s("pod1")))]),
             uuid_name: Some("pod".into()),
+            uuid: None,
         },
         Operation::Mutate {
             table: "Logical_Switch".into(),
