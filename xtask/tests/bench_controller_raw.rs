@@ -152,7 +152,13 @@ async fn copied_rows_written_raw_give_the_same_database() {
     for batching in RAW_BATCHINGS {
         let target = OvsdbServer::start_nb().unwrap();
         let transactions = copied.transactions(batching).unwrap();
-        let run = nb_raw::send(target.socket(), &transactions, Some(&NB_TABLES[..])).unwrap();
+        let run = nb_raw::send(
+            target.socket(),
+            &transactions,
+            Some(&NB_TABLES[..]),
+            nb_raw::MonitorMethod::CondSince,
+        )
+        .unwrap();
         assert_eq!(run.rows, copied.rows(), "{batching:?}");
         assert_eq!(contents(&target), expected, "{batching:?}");
     }

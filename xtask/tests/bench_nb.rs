@@ -125,7 +125,13 @@ async fn engine_and_raw_write_the_same_layer3_topology() {
     let raw_server = OvsdbServer::start_nb().unwrap();
     let transactions = nb_raw::encode(&units, Batching::Networks(1), CONTROLLER).unwrap();
     assert_eq!(transactions.len(), 2);
-    let run = nb_raw::send(raw_server.socket(), &transactions, None).unwrap();
+    let run = nb_raw::send(
+        raw_server.socket(),
+        &transactions,
+        None,
+        nb_raw::MonitorMethod::Cond,
+    )
+    .unwrap();
     assert_eq!(run.rows, topology.rows());
 
     let engine_rows = contents(&engine_server);

@@ -159,7 +159,12 @@ pub async fn raw_zone(
     let socket = node.nb_socket().to_owned();
     let started = Instant::now();
     let sent = tokio::task::spawn_blocking(move || {
-        super::nb_raw::send(&socket, &transactions, Some(&NB_TABLES[..]))
+        super::nb_raw::send(
+            &socket,
+            &transactions,
+            Some(&NB_TABLES[..]),
+            super::nb_raw::MonitorMethod::CondSince,
+        )
     })
     .await
     .context("the raw writer")??;

@@ -179,8 +179,12 @@ pub struct Figures {
     pub full: Footprint,
     /// The re-apply.
     pub reapply: Reapply,
-    /// The raw variants, [`RAW_BATCHINGS`] order.
+    /// The raw variants, [`RAW_BATCHINGS`] order, monitoring as the controller does
+    /// (`monitor_cond_since`).
     pub raw: Vec<RawFigures>,
+    /// One network per transaction on a `monitor_cond` connection: faster for the server,
+    /// reported as the faster baseline.
+    pub raw_cond: RawFigures,
     /// 1-minute load average before and after.
     pub load: (f64, f64),
 }
@@ -208,6 +212,11 @@ impl Figures {
     /// with the same timing connection beside it.
     pub fn nb_ratio(&self) -> f64 {
         self.isolated_window_s() / self.raw_s()
+    }
+
+    /// [`Figures::nb_ratio`] against the faster `monitor_cond` baseline.
+    pub fn nb_ratio_cond(&self) -> f64 {
+        self.isolated_window_s() / self.raw_cond.seconds
     }
 
     /// The controller's `nb_s` in the live zone over the same rows written raw into a fresh

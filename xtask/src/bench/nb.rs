@@ -261,6 +261,7 @@ pub fn raw_variant(
         rows,
         batching,
         monitored.then_some(&TABLES[..]),
+        nb_raw::MonitorMethod::Cond,
         false,
     )
 }
@@ -276,6 +277,7 @@ pub fn raw_transactions(
     rows: usize,
     batching: Batching,
     monitor: Option<&[&str]>,
+    method: nb_raw::MonitorMethod,
     clock: bool,
 ) -> anyhow::Result<RawFigures> {
     let server = OvsdbServer::start_nb().context("starting ovsdb-server")?;
@@ -287,7 +289,7 @@ pub fn raw_transactions(
         _ => None,
     };
     let cpu = cpu_seconds(server.pid());
-    let run = nb_raw::send(server.socket(), transactions, monitor)
+    let run = nb_raw::send(server.socket(), transactions, monitor, method)
         .with_context(|| format!("raw {}", batching.label()))?;
     let server_cpu_s = cpu_seconds(server.pid()) - cpu;
     ensure!(

@@ -232,20 +232,41 @@ fn write_locked(writer: &Mutex<UnixStream>, bytes: &[u8]) -> std::io::Result<()>
     stream.write_all(bytes)
 }
 
+/// How the raw connection monitors the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MonitorMethod {
+    /// `monitor_cond` (updates as `update2`).
+    Cond,
+    /// `monitor_cond_since` (updates as `update3`), as udn's client and libovsdb monitor:
+    /// ovsdb-server spends measurably more per transaction on it.
+    CondSince,
+}
+
+impl MonitorMethod {
+    /// The JSON-RPC method.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Cond => "monitor_cond",
+            Self::CondSince => "monitor_cond_since",
+        }
+    }
+}
+
 /// Sends `transactions` on the unix socket `socket` back to back and waits for every reply;
 /// fails naming the first operation the server rejected. The time counts from the first byte
 /// written to the last reply read. With `monitor`, the connection first monitors every column
-/// of `tables` (`monitor_cond`), so the server also sends (and the reader skips) the updates,
+/// of `tables` (with `method`), so the server also sends (and the reader skips) the updates,
 /// each before its transaction's reply, as a client keeping a replica would receive them.
 pub fn send(
     socket: &Path,
     transactions: &[RawTransaction],
     monitor: Option<&[&str]>,
+    method: MonitorMethod,
 ) -> anyhow::Result<RawRun> {
     let mut stream = UnixStream::connect(socket)
         .with_context(|| format!("connecting to {}", socket.display()))?;
     if let Some(tables) = monitor {
-        start_monitor(&mut stream, tables)?;
+        start_monitor(&mut stream, tables, method)?;
     }
     let reader = stream.try_clone().context("cloning the socket")?;
     let writer = Mutex::new(stream);
@@ -272,16 +293,31 @@ pub fn send(
     })
 }
 
-/// Sends a `monitor_cond` of every column of `tables` and reads its (empty) initial reply.
-fn start_monitor(stream: &mut UnixStream, tables: &[&str]) -> anyhow::Result<()> {
+/// Sends a `monitor_cond` (or `monitor_cond_since`) of every column of `tables` and reads its
+/// (empty) initial reply.
+fn start_monitor(
+    stream: &mut UnixStream,
+    tables: &[&str],
+    method: MonitorMethod,
+) -> anyhow::Result<()> {
     let requests: serde_json::Map<String, Json> = tables
         .iter()
         .map(|t| ((*t).to_owned(), json!({})))
         .collect();
+    let params = match method {
+        MonitorMethod::Cond => json!([nb::DATABASE, "bench", requests]),
+        // No transaction seen yet: the whole (empty) database.
+        MonitorMethod::CondSince => json!([
+            nb::DATABASE,
+            "bench",
+            requests,
+            "00000000-0000-0000-0000-000000000000"
+        ]),
+    };
     let request = json!({
         "id": "monitor",
-        "method": "monitor_cond",
-        "params": [nb::DATABASE, "bench", requests],
+        "method": method.method(),
+        "params": params,
     });
     stream
         .write_all(request.to_string().as_bytes())

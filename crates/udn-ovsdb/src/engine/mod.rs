@@ -28,7 +28,7 @@ mod diff;
 mod display;
 mod error;
 mod fingerprint;
-mod hasher;
+pub(crate) mod hasher;
 mod order;
 mod owned;
 mod owner_types;

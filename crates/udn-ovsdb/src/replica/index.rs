@@ -1,9 +1,10 @@
 //! Secondary indexes of the replica: rows by `external_ids` key=value, and rows by the UUIDs
 //! they reference (reverse references).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::engine::hasher::FastMap;
 use crate::protocol::{Atom, Uuid, Value};
 use crate::schema::DbSchema;
 
@@ -15,14 +16,14 @@ pub(crate) const EXTERNAL_IDS: &str = "external_ids";
 pub(crate) struct ExternalIdsIndex {
     keys: BTreeSet<String>,
     /// table -> key -> value -> rows.
-    rows: HashMap<String, HashMap<String, HashMap<String, BTreeSet<Uuid>>>>,
+    rows: FastMap<String, FastMap<String, FastMap<String, BTreeSet<Uuid>>>>,
 }
 
 impl ExternalIdsIndex {
     pub(crate) fn new(keys: &[&str]) -> Self {
         Self {
             keys: keys.iter().map(|k| (*k).to_owned()).collect(),
-            rows: HashMap::new(),
+            rows: FastMap::default(),
         }
     }
 
@@ -69,14 +70,17 @@ impl ExternalIdsIndex {
             if !self.keys.contains(key) {
                 continue;
             }
-            self.rows
-                .entry(table.to_owned())
-                .or_default()
-                .entry(key.to_owned())
-                .or_default()
-                .entry(value.to_owned())
-                .or_default()
-                .insert(row);
+            // Looked up by &str: an owned key only for a new entry (this runs for every
+            // row of every update).
+            let Some(keys) = entry(&mut self.rows, table) else {
+                continue;
+            };
+            let Some(values) = entry(keys, key) else {
+                continue;
+            };
+            if let Some(rows) = entry(values, value) {
+                rows.insert(row);
+            }
         }
     }
 
@@ -94,6 +98,15 @@ impl ExternalIdsIndex {
             }
         }
     }
+}
+
+/// `map`'s value for `key`, made (with an owned copy of `key`) when missing (always
+/// `Some`).
+fn entry<'m, V: Default>(map: &'m mut FastMap<String, V>, key: &str) -> Option<&'m mut V> {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key)
 }
 
 /// The string key/value pairs of a map value (other shapes have none).
@@ -126,7 +139,7 @@ pub(crate) type Referrer = (Arc<str>, Uuid, Arc<str>);
 pub(crate) struct ReferenceIndex {
     /// table -> column -> where its references sit (only reference columns).
     columns: BTreeMap<String, BTreeMap<String, RefColumnInfo>>,
-    by_target: HashMap<Uuid, BTreeSet<Referrer>>,
+    by_target: FastMap<Uuid, BTreeSet<Referrer>>,
 }
 
 impl ReferenceIndex {
@@ -150,7 +163,7 @@ impl ReferenceIndex {
         }
         Self {
             columns,
-            by_target: HashMap::new(),
+            by_target: FastMap::default(),
         }
     }
 
