@@ -50,7 +50,7 @@ pub fn body(figures: &Figures, date: &str) -> String {
          falls on both ends), clipped to the plugin's run. **ours** = total - OVN bind: the \
          plugin's exec and checks, its request over the unix socket, the agent's lookup of the \
          pod and its annotation (present: no wait), the veth in the pod netns with MAC, MTU, \
-         addresses and routes, `ethtool -K tx off` (userspace datapath), the OVS transaction \
+         addresses and routes, TX checksum offload off (an ethtool-netlink request; userspace datapath), the OVS transaction \
          until the server confirms it, the agent noticing `ovn-installed` (after the bench's \
          monitor: the difference is ours), the result, the answer, the plugin's metrics post \
          and its exit.\n"
