@@ -18,6 +18,19 @@ use super::netns::Netlink;
 
 /// The addresses on link `index`, with their prefix lengths, in the kernel's order.
 pub async fn list_addresses(netlink: &Netlink, index: u32) -> Result<Vec<IpNetwork>, NetlinkError> {
+    Ok(address_messages(netlink, index)
+        .await?
+        .iter()
+        .filter_map(address_of)
+        .collect())
+}
+
+/// The kernel's address messages of link `index`, in its order (for readers that need more
+/// than the prefix: flags, lifetimes, label).
+pub async fn address_messages(
+    netlink: &Netlink,
+    index: u32,
+) -> Result<Vec<AddressMessage>, NetlinkError> {
     let messages: Vec<AddressMessage> = netlink
         .handle()
         .address()
@@ -28,9 +41,8 @@ pub async fn list_addresses(netlink: &Netlink, index: u32) -> Result<Vec<IpNetwo
         .await
         .map_err(|error| netlink.request_error("dump addresses", format!("link {index}"), error))?;
     Ok(messages
-        .iter()
+        .into_iter()
         .filter(|message| message.header.index == index)
-        .filter_map(address_of)
         .collect())
 }
 

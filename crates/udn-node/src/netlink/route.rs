@@ -195,6 +195,16 @@ pub fn diff_routes(
 /// Every route of both families the kernel has, but its own and local ones (see the module
 /// docs), parsed.
 pub async fn list_routes(netlink: &Netlink) -> Result<Vec<Route>, NetlinkError> {
+    Ok(route_messages(netlink)
+        .await?
+        .iter()
+        .filter_map(route_of)
+        .collect())
+}
+
+/// The kernel's route messages of both families, every table, in its order (for readers
+/// that need them whole).
+pub async fn route_messages(netlink: &Netlink) -> Result<Vec<RouteMessage>, NetlinkError> {
     let mut routes = Vec::new();
     for message in [
         RouteMessageBuilder::<Ipv4Addr>::new().build(),
@@ -211,7 +221,7 @@ pub async fn list_routes(netlink: &Netlink) -> Result<Vec<Route>, NetlinkError> 
             .map_err(|error| {
                 netlink.request_error("dump routes", format!("family {family:?}"), error)
             })?;
-        routes.extend(messages.iter().filter_map(route_of));
+        routes.extend(messages);
     }
     Ok(routes)
 }

@@ -5,9 +5,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use ipnetwork::IpNetwork;
-use rtnetlink::RouteMessageBuilder;
 use rtnetlink::packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload,
 };
@@ -18,7 +17,9 @@ use rtnetlink::packet_route::route::{RouteAddress, RouteAttribute, RouteFlags, R
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::{NicAddress, NicRoute};
+use crate::netlink::address::address_messages;
 use crate::netlink::error::{EADDRNOTAVAIL, EEXIST, ESRCH, errno};
+use crate::netlink::route::route_messages;
 use crate::netlink::{Netlink, NetlinkError};
 
 /// The flags a new address may carry (the kernel derives the others: secondary, permanent,
@@ -35,18 +36,9 @@ pub(super) async fn addresses(
     netlink: &Netlink,
     index: u32,
 ) -> Result<Vec<NicAddress>, NetlinkError> {
-    let messages: Vec<AddressMessage> = netlink
-        .handle()
-        .address()
-        .get()
-        .set_link_index_filter(index)
-        .execute()
-        .try_collect()
-        .await
-        .map_err(|error| netlink.request_error("dump addresses", format!("link {index}"), error))?;
-    Ok(messages
+    Ok(address_messages(netlink, index)
+        .await?
         .iter()
-        .filter(|message| message.header.index == index)
         .filter_map(address_of)
         .collect())
 }
@@ -174,25 +166,11 @@ pub(super) async fn remove_address(
 
 /// Every route out of link `oif`, both families, every table.
 pub(super) async fn routes(netlink: &Netlink, oif: u32) -> Result<Vec<NicRoute>, NetlinkError> {
-    let mut routes = Vec::new();
-    for message in [
-        RouteMessageBuilder::<Ipv4Addr>::new().build(),
-        RouteMessageBuilder::<Ipv6Addr>::new().build(),
-    ] {
-        let family = message.header.address_family;
-        let messages: Vec<RouteMessage> = netlink
-            .handle()
-            .route()
-            .get(message)
-            .execute()
-            .try_collect()
-            .await
-            .map_err(|error| {
-                netlink.request_error("dump routes", format!("family {family:?}"), error)
-            })?;
-        routes.extend(messages.iter().filter_map(|message| route_of(message, oif)));
-    }
-    Ok(routes)
+    Ok(route_messages(netlink)
+        .await?
+        .iter()
+        .filter_map(|message| route_of(message, oif))
+        .collect())
 }
 
 /// A route message as a [`NicRoute`] when it goes out of `oif` (alone or as one of its
