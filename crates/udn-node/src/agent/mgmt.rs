@@ -23,7 +23,9 @@ use crate::netlink::{Netlink, NetlinkError, link_by_name};
 use crate::nft::NftCli;
 use crate::ovs::{BR_INT, MgmtPort, Ovs, OvsError, legacy_mgmt_port_name, mgmt_iface_id};
 
-use super::mgmt_snat::{self, DesiredMgmtSnat, LegacyIptables, MgmtSnatInputs, NoSnatElements};
+use super::mgmt_snat::{
+    self, DesiredMgmtSnat, LegacyIptables, MgmtSnatInputs, NoSnatElements, SnatMemory,
+};
 
 /// The default network's management port.
 pub const MP0: &str = "ovn-k8s-mp0";
@@ -187,9 +189,14 @@ pub async fn wait_netdev(
 
 /// Applies `desired`: the OVS port, then (once vswitchd made the netdev) MTU and up,
 /// exactly its addresses, its routes, the neighbour entries and forwarding, then the SNAT
-/// chain (one `nft -f`) and, as upstream, the legacy iptables chain's removal where
-/// iptables is installed (one listing per family when there is nothing to remove).
-pub async fn apply(ovs: &Ovs, desired: &DesiredMgmtPort) -> Result<(), MgmtError> {
+/// chain (one `nft -f`, only when it differs from what `memory` says was written, or the
+/// chain lists differently) and, once, as upstream at start, the legacy iptables chain's
+/// removal where iptables is installed.
+pub async fn apply(
+    ovs: &Ovs,
+    desired: &DesiredMgmtPort,
+    memory: &mut MgmtMemory,
+) -> Result<(), MgmtError> {
     ovs.ensure_mgmt_port(&desired.port).await?;
     let netlink = Netlink::connect_current("host")?;
     wait_netdev(&netlink, MP0).await?;
@@ -216,9 +223,21 @@ pub async fn apply(ovs: &Ovs, desired: &DesiredMgmtPort) -> Result<(), MgmtError
         ensure_neighbor(&netlink, neighbor).await?;
     }
     Sysctl::dotted(&format!("net.ipv4.conf.{MP0}.forwarding")).ensure("host", "1")?;
-    mgmt_snat::apply(&NftCli::new(), &desired.snat).await?;
-    LegacyIptables::new().delete_chain(MP0).await;
+    mgmt_snat::ensure(&NftCli::new(), &desired.snat, &mut memory.snat).await?;
+    if !memory.legacy_removed {
+        LegacyIptables::new().delete_chain(MP0).await;
+        memory.legacy_removed = true;
+    }
     Ok(())
+}
+
+/// What [`apply`] remembers from one call to the next: the SNAT chain it wrote (not
+/// written again while nothing changed), and that the legacy iptables chain was removed
+/// (once, at start, as upstream).
+#[derive(Debug, Default)]
+pub struct MgmtMemory {
+    snat: SnatMemory,
+    legacy_removed: bool,
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ use ipnetwork::IpNetwork;
 
 use crate::isolation::table_id;
 use crate::nft::{
-    BaseChain, Chain, ChainType, Element, Hook, NftError, NftExecutor, Priority, Rule, Set,
-    SetFlag, Table, Transaction,
+    BaseChain, Chain, ChainType, Element, Hook, ListTarget, NftError, NftExecutor, Priority, Rule,
+    Set, SetFlag, Table, Transaction,
 };
 
 pub use legacy_iptables::{LEGACY_CHAIN, LegacyIptables, LegacyOutcome};
@@ -191,7 +191,9 @@ pub struct DesiredMgmtSnat {
 #[derive(Debug, thiserror::Error)]
 pub enum MgmtSnatError {
     /// The transaction failed (nothing of it was applied).
-    #[error("nft chain {chain} and its sets in table inet ovn-kubernetes could not be applied")]
+    #[error(
+        "nft chain {chain} and its sets in table inet ovn-kubernetes could not be applied: {source}"
+    )]
     Apply {
         /// The chain.
         chain: &'static str,
@@ -388,6 +390,41 @@ pub async fn apply(
         "management port SNAT chain applied"
     );
     Ok(())
+}
+
+/// What the last apply left: the desired state and nft's listing of the chain right after
+/// it, so a periodic re-apply with nothing changed sends nothing.
+#[derive(Debug, Default)]
+pub struct SnatMemory {
+    last: Option<(DesiredMgmtSnat, Option<String>)>,
+}
+
+/// [`apply`] unless `desired` is what the last apply through `memory` wrote and the chain
+/// still lists as it did then (one `nft list chain`); whether it applied. Drift in the
+/// chain (flushed, a rule changed) is repaired; the sets' elements are compared with what
+/// was written, not listed.
+pub async fn ensure(
+    exec: &impl NftExecutor,
+    desired: &DesiredMgmtSnat,
+    memory: &mut SnatMemory,
+) -> Result<bool, MgmtSnatError> {
+    let target = ListTarget::Chain(table_id(), CHAIN.to_owned());
+    if let Some((last, listed)) = &memory.last
+        && last == desired
+    {
+        match exec.list(&target).await {
+            Ok(now) if now == *listed => return Ok(false),
+            Ok(_) => tracing::info!(
+                chain = CHAIN,
+                "management port SNAT chain changed behind our back, applying again"
+            ),
+            Err(error) => tracing::debug!(%error, "cannot list the management port SNAT chain"),
+        }
+    }
+    apply(exec, desired).await?;
+    let listed = exec.list(&target).await.ok().flatten();
+    memory.last = Some((desired.clone(), listed));
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -185,7 +185,8 @@ pub async fn run(
         &masquerade,
         config.cluster.mtu,
     )?;
-    mgmt::apply(&ovs, &mp0).await?;
+    let mut mp0_memory = mgmt::MgmtMemory::default();
+    mgmt::apply(&ovs, &mp0, &mut mp0_memory).await?;
     // 6. The CNI server, then the config file that tells kubelet the network is ready.
     let tx_offload = match ovs.datapath_type(BR_INT)?.as_deref() {
         Some("netdev") => TxChecksumOffload::Disable,
@@ -338,7 +339,7 @@ pub async fn run(
                 }
             }
             _ = resync.tick() => {
-                if let Err(error) = mgmt::apply(&ctx.ovs, &mp0).await {
+                if let Err(error) = mgmt::apply(&ctx.ovs, &mp0, &mut mp0_memory).await {
                     ctx.metrics.error("netlink");
                     warn!(error = %error, "management port resync failed");
                 }

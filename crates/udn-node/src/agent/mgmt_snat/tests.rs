@@ -216,3 +216,33 @@ async fn apply_runs_one_transaction_and_names_the_chain_when_refused() {
     assert!(error.to_string().contains("mgmtport-snat"), "{error}");
     assert!(std::error::Error::source(&error).is_some());
 }
+
+#[tokio::test]
+async fn ensure_writes_only_what_changed_or_drifted() {
+    let nft = RecordingNft::new();
+    let target = ListTarget::Chain(table_id(), CHAIN.to_owned());
+    nft.set_listing(&target, Some("chain as written".to_owned()));
+    let mut memory = SnatMemory::default();
+    let desired = desired(&inputs(true, false));
+    assert!(ensure(&nft, &desired, &mut memory).await.unwrap());
+    assert_eq!(nft.take_runs().len(), 1);
+    // Nothing changed: nothing sent.
+    assert!(!ensure(&nft, &desired, &mut memory).await.unwrap());
+    assert!(nft.take_runs().is_empty());
+    // Someone flushed the chain: written again.
+    nft.set_listing(&target, Some("flushed".to_owned()));
+    assert!(ensure(&nft, &desired, &mut memory).await.unwrap());
+    assert_eq!(nft.take_runs().len(), 1);
+    assert!(!ensure(&nft, &desired, &mut memory).await.unwrap());
+    // Other desired elements: written again.
+    let mut more = inputs(true, false);
+    more.no_snat
+        .subnets
+        .insert("192.168.0.0/16".parse().unwrap());
+    assert!(
+        ensure(&nft, &super::desired(&more), &mut memory)
+            .await
+            .unwrap()
+    );
+    assert_eq!(nft.take_runs().len(), 1);
+}
