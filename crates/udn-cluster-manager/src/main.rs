@@ -1,7 +1,5 @@
 //! `udn-cluster-manager`: see the crate docs and docs/cluster-manager.md.
 
-use std::sync::Arc;
-
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use udn_api::cluster_args::ClusterArgs;
@@ -9,7 +7,7 @@ use udn_cluster_manager::config::{Config, FeatureArgs};
 use udn_cluster_manager::context::Context;
 use udn_cluster_manager::metrics::Metrics;
 use udn_cluster_manager::run::run_controllers;
-use udn_runtime::{AdminServer, LeaderOutcome, Readiness, RuntimeArgs, Shutdown};
+use udn_runtime::{LeaderOutcome, RuntimeArgs, Shutdown};
 
 /// udn cluster-manager: UDN/CUDN -> NetworkAttachmentDefinitions, network IDs, node host
 /// subnets and Layer2 pod IPs.
@@ -32,23 +30,16 @@ async fn main() -> anyhow::Result<()> {
         .context("setting up logging")?;
     let config =
         Config::from_args(&args.cluster, &args.features).context("invalid configuration")?;
-    let shutdown = Shutdown::new();
-    shutdown
-        .trigger_on_signal()
-        .context("installing signal handlers")?;
-    let client = args
+    let (started, metrics) = args
         .runtime
-        .kube_client()
+        .start(Metrics::register)
         .await
-        .context("connecting to the API server")?;
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let readiness = Readiness::new();
-    let (admin, addr) = AdminServer::bind(args.runtime.admin_bind_address)
-        .await
-        .context("starting the admin server")?;
-    tracing::info!(%addr, "admin server listening");
-    let admin = tokio::spawn(admin.serve(Arc::new(registry), readiness.clone(), shutdown.clone()));
+        .context("starting")?;
+    let (shutdown, readiness, client) = (
+        started.shutdown.clone(),
+        started.readiness.clone(),
+        started.client.clone(),
+    );
     let ctx = Context::new(
         client.clone(),
         config,
@@ -71,8 +62,7 @@ async fn main() -> anyhow::Result<()> {
         },
         None => run_controllers_unelected(work, &shutdown).await,
     };
-    shutdown.trigger();
-    admin.await.context("admin server")?;
+    started.stop().await;
     if let Err(err) = outcome {
         bail!("{err:#}");
     }

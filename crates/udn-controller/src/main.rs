@@ -1,7 +1,5 @@
 //! `udn-controller`: see the crate docs and docs/controller.md.
 
-use std::sync::Arc;
-
 use anyhow::Context as _;
 use clap::Parser;
 use tokio::task::JoinSet;
@@ -9,7 +7,7 @@ use udn_api::cluster_args::ClusterArgs;
 use udn_controller::config::{Config, ControllerArgs};
 use udn_controller::metrics::Metrics;
 use udn_controller::zone::Zone;
-use udn_runtime::{AdminServer, Readiness, RuntimeArgs, Shutdown};
+use udn_runtime::RuntimeArgs;
 
 // A pass builds and diffs many small rows and parses the server's updates: with glibc's
 // malloc, allocation was about 40% of the controller's CPU.
@@ -37,32 +35,21 @@ async fn main() -> anyhow::Result<()> {
         .context("setting up logging")?;
     let config =
         Config::from_args(&args.controller, &args.cluster).context("invalid configuration")?;
-    let shutdown = Shutdown::new();
-    shutdown
-        .trigger_on_signal()
-        .context("installing signal handlers")?;
-    let client = args
+    let (started, metrics) = args
         .runtime
-        .kube_client()
+        .start(Metrics::register)
         .await
-        .context("connecting to the API server")?;
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let readiness = Readiness::new();
-    let (admin, addr) = AdminServer::bind(args.runtime.admin_bind_address)
-        .await
-        .context("starting the admin server")?;
-    tracing::info!(%addr, "admin server listening");
-    let admin = tokio::spawn(admin.serve(Arc::new(registry), readiness.clone(), shutdown.clone()));
+        .context("starting")?;
+    let (shutdown, readiness) = (started.shutdown.clone(), started.readiness.clone());
     // One zone, one controller: no leader election (upstream's ovnkube-controller in
     // interconnect mode does not elect either).
     let mut tasks = JoinSet::new();
-    let started = tokio::select! {
+    let zone_started = tokio::select! {
         () = shutdown.wait() => None,
-        started = Zone::start(config, client, metrics, &mut tasks) => Some(started),
+        zone = Zone::start(config, started.client.clone(), metrics, &mut tasks) => Some(zone),
     };
-    if let Some(started) = started {
-        let (zone, changes) = started.context("starting the zone controller")?;
+    if let Some(zone) = zone_started {
+        let (zone, changes) = zone.context("starting the zone controller")?;
         readiness.set_ready(true);
         let stop = {
             let shutdown = shutdown.clone();
@@ -72,6 +59,6 @@ async fn main() -> anyhow::Result<()> {
     }
     shutdown.trigger();
     tasks.shutdown().await;
-    admin.await.context("admin server")?;
+    started.stop().await;
     Ok(())
 }

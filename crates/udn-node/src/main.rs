@@ -7,7 +7,7 @@ use clap::Parser;
 use udn_api::cluster_args::ClusterArgs;
 use udn_node::config::{Config, NodeArgs, file};
 use udn_node::metrics::Metrics;
-use udn_runtime::{AdminServer, Readiness, RuntimeArgs, Shutdown};
+use udn_runtime::RuntimeArgs;
 
 /// udn node agent (upstream: the node half of ovnkube-node): OVS bridges and ports, the
 /// management port, host isolation of primary-UDN pods and the CNI server.
@@ -35,25 +35,19 @@ async fn main() -> anyhow::Result<()> {
     }
     let config =
         Arc::new(Config::from_args(&args.node, &args.cluster).context("invalid configuration")?);
-    let shutdown = Shutdown::new();
-    shutdown
-        .trigger_on_signal()
-        .context("installing signal handlers")?;
-    let client = args
+    let (started, metrics) = args
         .runtime
-        .kube_client()
+        .start(Metrics::register)
         .await
-        .context("building the Kubernetes client")?;
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let readiness = Readiness::new();
-    let (admin, addr) = AdminServer::bind(args.runtime.admin_bind_address)
-        .await
-        .context("binding the admin server")?;
-    tracing::info!(addr = %addr, "admin server listening");
-    let admin = tokio::spawn(admin.serve(Arc::new(registry), readiness.clone(), shutdown.clone()));
-    let result = udn_node::agent::run(config, client, metrics, readiness, shutdown.clone()).await;
-    shutdown.trigger();
-    let _ = admin.await;
+        .context("starting")?;
+    let result = udn_node::agent::run(
+        config,
+        started.client.clone(),
+        metrics,
+        started.readiness.clone(),
+        started.shutdown.clone(),
+    )
+    .await;
+    started.stop().await;
     result.context("node agent")
 }

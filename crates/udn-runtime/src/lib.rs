@@ -1,5 +1,5 @@
-//! Shared plumbing of udn's binaries (cluster-manager now; NB controller and node agent
-//! later): tracing setup ([`telemetry`]), shutdown on signals ([`signals`]), the admin
+//! Shared plumbing of udn's binaries (cluster-manager, NB controller, node agent): their start
+//! ([`process`]), tracing setup ([`telemetry`]), shutdown on signals ([`signals`]), the admin
 //! server with `/metrics`, `/healthz` and `/readyz` ([`admin`]), the Kubernetes client
 //! ([`client`]), Lease leader election ([`leader`]), Warning Events published once
 //! ([`events`]) and the shared flags ([`args`]).
@@ -8,32 +8,31 @@
 //!
 //! ```no_run
 //! # async fn example(args: udn_runtime::RuntimeArgs) -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
-//! use udn_runtime::{AdminServer, LeaderOutcome, Readiness, Shutdown};
+//! use udn_runtime::LeaderOutcome;
 //!
 //! args.init_telemetry()?;
-//! let shutdown = Shutdown::new();
-//! shutdown.trigger_on_signal()?;
-//! let client = args.kube_client().await?;
-//! let mut registry = prometheus_client::registry::Registry::default();
-//! // ... components register their metrics in `registry` ...
-//! let readiness = Readiness::new();
-//! let (admin, _addr) = AdminServer::bind(args.admin_bind_address).await?;
-//! let admin = tokio::spawn(admin.serve(Arc::new(registry), readiness.clone(), shutdown.clone()));
+//! // Signal handlers, the Kubernetes client, and the admin server serving the metrics the
+//! // closure registers.
+//! let (started, _metrics) = args
+//!     .start(|registry| {
+//!         // ... components register their metrics in `registry` ...
+//!     })
+//!     .await?;
 //! let work = async {
-//!     readiness.set_ready(true);
+//!     started.readiness.set_ready(true);
 //!     // ... run the controllers until dropped ...
 //!     std::future::pending::<()>().await
 //! };
 //! match args.leader_election("udn-cluster-manager")? {
-//!     Some(election) => match election.run(client, shutdown.clone(), || work).await? {
-//!         LeaderOutcome::Lost => return Err("lost leadership".into()),
-//!         LeaderOutcome::Shutdown | LeaderOutcome::Completed(()) => {}
-//!     },
-//!     None => tokio::select! { () = shutdown.wait() => {}, () = work => {} },
+//!     Some(election) => {
+//!         match election.run(started.client.clone(), started.shutdown.clone(), || work).await? {
+//!             LeaderOutcome::Lost => return Err("lost leadership".into()),
+//!             LeaderOutcome::Shutdown | LeaderOutcome::Completed(()) => {}
+//!         }
+//!     }
+//!     None => tokio::select! { () = started.shutdown.wait() => {}, () = work => {} },
 //! }
-//! shutdown.trigger();
-//! admin.await?;
+//! started.stop().await;
 //! # Ok(()) }
 //! ```
 
@@ -42,6 +41,7 @@ pub mod args;
 pub mod client;
 pub mod events;
 pub mod leader;
+pub mod process;
 pub mod signals;
 pub mod telemetry;
 
@@ -49,5 +49,6 @@ pub use admin::{AdminError, AdminServer, METRICS_CONTENT_TYPE, Readiness};
 pub use args::RuntimeArgs;
 pub use client::{ClientError, kube_client};
 pub use leader::{LeaderElection, LeaderElectionError, LeaderOutcome};
+pub use process::{StartError, Started};
 pub use signals::{Shutdown, SignalError, shutdown_signal};
 pub use telemetry::{LogFormat, TelemetryError};
