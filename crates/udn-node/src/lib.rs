@@ -11,6 +11,7 @@ pub mod agent;
 pub mod annotations;
 pub mod cni;
 pub mod cni_config;
+pub mod command;
 pub mod config;
 pub mod gateway;
 pub mod isolation;

@@ -1,7 +1,5 @@
 //! What can go wrong building or running an nft transaction, and reading nft's error text.
 
-use std::time::Duration;
-
 /// An nft transaction that could not be rendered or run, or a listing that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NftError {
@@ -18,34 +16,9 @@ pub enum NftError {
         /// Why.
         reason: String,
     },
-    /// nft could not be started.
-    #[error("cannot run {command}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Talking to the nft process failed (writing its input, reading its output).
-    #[error("{command}: cannot {action}")]
-    Io {
-        /// The command line.
-        command: String,
-        /// What was being done.
-        action: &'static str,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// nft did not finish in time (it was killed).
-    #[error("{command} did not finish within {waited:?}")]
-    Timeout {
-        /// The command line.
-        command: String,
-        /// How long it was given.
-        waited: Duration,
-    },
+    /// nft could not be run to its end (not started, killed at its deadline, ...).
+    #[error(transparent)]
+    Command(#[from] crate::command::CommandError),
     /// nft refused the transaction or the command.
     #[error("{0}")]
     Failed(Box<NftFailure>),

@@ -2,11 +2,9 @@
 //! the `nft` program.
 
 use std::future::Future;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use crate::command::{self, Program};
 
 use super::error::{NftError, NftFailure, first_error};
 use super::object::TableId;
@@ -112,62 +110,25 @@ impl NftCli {
     }
 
     async fn invoke(&self, args: &[String], stdin: Option<&str>) -> Result<String, NftError> {
-        let command_line = {
-            let mut words = self.argv.clone();
-            words.extend(args.iter().cloned());
-            words.join(" ")
-        };
-        let (program, wrapper_args) = self.argv.split_first().ok_or_else(|| NftError::Spawn {
-            command: command_line.clone(),
-            source: std::io::Error::other("empty command"),
-        })?;
-        let mut command = Command::new(program);
-        command
-            .args(wrapper_args)
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| NftError::Spawn {
-            command: command_line.clone(),
-            source,
-        })?;
-        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            pipe.write_all(text.as_bytes())
-                .await
-                .map_err(|source| NftError::Io {
-                    command: command_line.clone(),
-                    action: "write the transaction to its standard input",
-                    source,
-                })?;
+        let mut argv = self.argv.clone();
+        argv.extend(args.iter().cloned());
+        let done = command::run(Program {
+            argv: &argv,
+            env: &[],
+            stdin,
+            timeout: self.timeout,
+        })
+        .await?;
+        if done.status.success() {
+            return Ok(done.stdout);
         }
-        let output = tokio::time::timeout(self.timeout, child.wait_with_output())
-            .await
-            .map_err(|_| NftError::Timeout {
-                command: command_line.clone(),
-                waited: self.timeout,
-            })?
-            .map_err(|source| NftError::Io {
-                command: command_line.clone(),
-                action: "wait for it",
-                source,
-            })?;
-        if output.status.success() {
-            return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let (line, message) = first_error(&stderr, stdin);
+        let (line, message) = first_error(&done.stderr, stdin);
         Err(NftError::Failed(Box::new(NftFailure {
-            command: command_line,
-            status: output.status.to_string(),
+            command: done.command,
+            status: done.status.to_string(),
             line,
             message,
-            stderr,
+            stderr: done.stderr,
         })))
     }
 

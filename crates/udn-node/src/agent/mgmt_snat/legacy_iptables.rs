@@ -4,10 +4,9 @@
 //! installed; a missing chain is nothing to do.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::Command;
+use crate::command::{self, Program};
 
 /// The legacy chain (table `nat`).
 pub const LEGACY_CHAIN: &str = "OVN-KUBE-SNAT-MGMTPORT";
@@ -116,33 +115,22 @@ impl LegacyIptables {
 
     /// `<program> -w 5 -t nat <args>`; the error is its standard error (or why it did not run).
     async fn iptables(&self, program: &str, args: &[&str]) -> Result<(), String> {
-        let mut argv: Vec<&str> = self.wrapper.iter().map(String::as_str).collect();
-        argv.push(program);
-        argv.extend(["-w", "5", "-t", "nat"]);
-        argv.extend_from_slice(args);
-        let (first, rest) = argv
-            .split_first()
-            .ok_or_else(|| "empty command".to_owned())?;
-        let mut command = Command::new(first);
-        command
-            .args(rest)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, command.output())
-            .await
-            .map_err(|_| {
-                format!(
-                    "{} did not finish within {COMMAND_TIMEOUT:?}",
-                    argv.join(" ")
-                )
-            })?
-            .map_err(|error| format!("cannot run {}: {error}", argv.join(" ")))?;
-        if output.status.success() {
+        let mut argv: Vec<String> = self.wrapper.clone();
+        argv.push(program.to_owned());
+        argv.extend(["-w", "5", "-t", "nat"].map(str::to_owned));
+        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        let done = command::run(Program {
+            argv: &argv,
+            env: &[],
+            stdin: None,
+            timeout: COMMAND_TIMEOUT,
+        })
+        .await
+        .map_err(|error| error.to_string())?;
+        if done.status.success() {
             Ok(())
         } else {
-            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+            Err(done.stderr.trim().to_owned())
         }
     }
 }
