@@ -42,23 +42,19 @@ fn assert_ping(stack: &Stack, netns: &str, ip: &str) {
 }
 
 /// Waits until `node`'s breth0 flows (udn's cookie) satisfy `done`.
-async fn wait_breth0_flows(stack: &Stack, node: &str, done: impl Fn(&str) -> bool) {
-    let node = stack.lab.node(node).unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let flows = node
-            .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
-            .unwrap();
-        if done(&flows) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "breth0 flows:\n{flows}\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+async fn wait_breth0_flows(stack: &mut Stack, node: &str, done: impl Fn(&str) -> bool) {
+    stack
+        .eventually("breth0 flows", |stack| {
+            let flows = stack
+                .lab
+                .node(node)
+                .unwrap()
+                .ofctl(&["dump-flows", "breth0", "cookie=0xdeff105/-1"])
+                .unwrap();
+            let ok = done(&flows);
+            async move { if ok { Ok(()) } else { Err(flows) } }
+        })
+        .await;
 }
 
 async fn annotation(stack: &Stack, ns: &str, name: &str) -> Value {
@@ -216,19 +212,12 @@ where
     F: FnMut(kube::Client) -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        if let Some(found) = check(stack.client.clone()).await {
-            return found;
-        }
-        stack.assert_running();
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what} not there after {WAIT:?}\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    stack
+        .eventually(what, |stack| {
+            let found = check(stack.client.clone());
+            async move { found.await.ok_or_else(|| "absent".to_owned()) }
+        })
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,7 +310,7 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
     assert_eq!(check.code, 0, "{check:?}");
 
     // The agent programmed breth0: upstream's default flows and blue_net's masquerade.
-    wait_breth0_flows(&stack, "node1", |flows| {
+    wait_breth0_flows(&mut stack, "node1", |flows| {
         flows.contains("priority=205") && flows.contains("nat(src=172.18.0.2)")
     })
     .await;
@@ -340,25 +329,20 @@ async fn primary_udn_pods_get_eth0_and_ovn_udn1() {
         .parse()
         .unwrap();
     let mp = format!("ovn-k8s-mp{id}");
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let addr =
-            String::from_utf8(in_netns(node1.netns(), &["ip", "-o", "addr", "show", &mp]).stdout)
-                .unwrap();
-        let rules =
-            String::from_utf8(in_netns(node1.netns(), &["ip", "rule", "list"]).stdout).unwrap();
-        if addr.contains(".2/24")
-            && rules.contains(&format!("2000:\tfrom all fwmark {:#x} lookup", 0x1000 + id))
-        {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{mp}: {addr}\nrules: {rules}\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    let netns = node1.netns().to_owned();
+    stack
+        .eventually("the UDN's management port and rules", |_| {
+            let addr =
+                String::from_utf8(in_netns(&netns, &["ip", "-o", "addr", "show", &mp]).stdout)
+                    .unwrap();
+            let rules =
+                String::from_utf8(in_netns(&netns, &["ip", "rule", "list"]).stdout).unwrap();
+            let ok = addr.contains(".2/24")
+                && rules.contains(&format!("2000:\tfrom all fwmark {:#x} lookup", 0x1000 + id));
+            let seen = format!("{mp}: {addr}\nrules: {rules}");
+            async move { if ok { Ok(()) } else { Err(seen) } }
+        })
+        .await;
 
     // One DEL (the default network's) removes both interfaces.
     let del = stack.cni("node1", "DEL", &pod_a, None);
@@ -539,7 +523,7 @@ async fn overlapping_udns_leave_with_the_node_ip_at_the_same_time() {
     assert_eq!(red, yellow, "both pods hold the same UDN address");
 
     // Both networks' masquerade SNAT is on breth0.
-    wait_breth0_flows(&stack, "node1", |flows| {
+    wait_breth0_flows(&mut stack, "node1", |flows| {
         flows.matches("nat(src=172.18.0.2)").count() >= 2
     })
     .await;
@@ -616,6 +600,11 @@ async fn an_agent_restart_keeps_pods_flowing_and_duplicates_nothing() {
         .next()
         .unwrap()
         .to_owned();
+    // Let the gateway flows settle before counting.
+    wait_breth0_flows(&mut stack, "node1", |flows| {
+        flows.lines().any(|l| l.contains("cookie="))
+    })
+    .await;
     let node1 = stack.lab.node("node1").unwrap();
     let flows_before = |node: &udn_ovn_lab::Node| {
         let text = node
@@ -623,16 +612,6 @@ async fn an_agent_restart_keeps_pods_flowing_and_duplicates_nothing() {
             .unwrap();
         text.lines().filter(|l| l.contains("cookie=")).count()
     };
-    // Let the gateway flows settle before counting.
-    let deadline = std::time::Instant::now() + WAIT;
-    while flows_before(node1) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no breth0 flows\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
     let ports_before = node1.vsctl(&["list-ports", "br-int"]).unwrap();
     let flows_count = flows_before(node1);
     let nft_before = String::from_utf8(

@@ -41,24 +41,20 @@ async fn a_layer2_secondary_network_is_wired_as_multus_calls_it() {
         .create(&PostParams::default(), &udn)
         .await
         .unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    let nad = loop {
-        if let Ok(Some(nad)) = Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(
-            stack.client.clone(),
-            "green",
-        )
-        .get_opt("sec")
-        .await
-        {
-            break nad;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no NAD\n{}",
-            stack.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let nad = stack
+        .eventually("the NAD green/sec", |stack| {
+            let nads = Api::<udn_api::nad::NetworkAttachmentDefinition>::namespaced(
+                stack.client.clone(),
+                "green",
+            );
+            async move {
+                match nads.get_opt("sec").await {
+                    Ok(Some(nad)) => Ok(nad),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+        .await;
     let nad_config = nad.spec.config.clone().unwrap();
     let mut pods = Vec::new();
     for (name, node, sandbox) in [

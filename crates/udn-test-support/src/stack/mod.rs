@@ -261,6 +261,31 @@ impl Stack {
         }
     }
 
+    /// Polls `check` (every 100 ms, up to [`WAIT`]) until it gives `Ok`; panics with `what`,
+    /// the last `Err` (what `check` saw) and the components' logs when time runs out, and
+    /// as soon as a component has exited. `check` looks at the stack (the lab's nodes, the
+    /// client) and returns a future owning what it needs.
+    pub async fn eventually<T, F, Fut>(&mut self, what: &str, mut check: F) -> T
+    where
+        F: FnMut(&Self) -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let seen = match check(self).await {
+                Ok(found) => return found,
+                Err(seen) => seen,
+            };
+            self.assert_running();
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not so after {WAIT:?}; last seen: {seen}\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Panics with the log of the first component that has exited.
     pub fn assert_running(&mut self) {
         self.sim.assert_running();
