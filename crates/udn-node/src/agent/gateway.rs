@@ -3,8 +3,8 @@
 //! the patch ports ovn-controller made for the default network and every primary UDN.
 
 use udn_api::names::ovn_prefix;
-use udn_api::netconf::{NetConf, NetInfo};
 
+use super::primary_udns::{PrimaryUdn, primary_udns};
 use crate::annotations::NodeFacts;
 use crate::config::Config;
 use crate::gateway::{BridgeInputs, GatewayCluster, OfPort, UdnPatch, patch_port_name};
@@ -41,29 +41,7 @@ pub fn bridge_inputs(
         .and_then(|(_, bridge)| bridge.external_ids.get("bridge-uplink").cloned());
     let mut udns = Vec::new();
     if config.segmentation {
-        for nad in stores.nads.state() {
-            let Some(text) = nad.spec.config.as_deref() else {
-                continue;
-            };
-            let Ok(conf) = NetConf::parse(text, config.cluster.mtu) else {
-                continue;
-            };
-            let Ok(NetInfo::UserDefined(info)) = NetInfo::from_netconf(&conf, &config.cluster)
-            else {
-                continue;
-            };
-            let id = nad
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(udn_api::names::ANNOTATION_NETWORK_ID))
-                .and_then(|id| id.parse::<u32>().ok());
-            let (true, Some(id)) = (info.primary, id) else {
-                continue;
-            };
-            if udns.iter().any(|u: &UdnPatch| u.network == info.name) {
-                continue;
-            }
+        for PrimaryUdn { info, id } in primary_udns(stores, config) {
             let port = patch_port_name(&gateway.bridge, &ovn_prefix(&info.name), node);
             udns.push(UdnPatch {
                 network: info.name.clone(),

@@ -10,6 +10,7 @@ pub mod mgmt;
 pub mod mgmt_snat;
 pub mod nic_to_bridge;
 pub mod pods;
+pub mod primary_udns;
 pub mod udn_host;
 
 use std::sync::Arc;

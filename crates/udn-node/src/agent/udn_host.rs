@@ -16,6 +16,7 @@ use udn_api::crd::NetworkTopology;
 use udn_ipam::{GlobalMasqueradeIps, gateway_ip, management_ip, udn_masquerade_ips};
 
 use super::mgmt::MgmtError;
+use super::primary_udns::{PrimaryUdn, primary_udns};
 use crate::netlink::address::{DesiredAddresses, reconcile_addresses};
 use crate::netlink::link::{DesiredLink, reconcile_link};
 use crate::netlink::route::{DesiredRoutes, RouteKind, RouteSpec, reconcile_routes};
@@ -259,7 +260,6 @@ pub fn desired_rules(ctx: &UdnHostContext, net: &UdnHostInput, table: u32) -> Ve
 /// (with cluster-manager's network ID) and, for Layer3, this node's host subnet of each
 /// (`k8s.ovn.org/node-subnets`); networks without either yet are left for later.
 pub fn inputs(config: &crate::config::Config, stores: &crate::watch::Stores) -> Vec<UdnHostInput> {
-    use udn_api::netconf::{NetConf, NetInfo};
     let host_subnets = stores
         .own_node()
         .and_then(|node| {
@@ -272,25 +272,7 @@ pub fn inputs(config: &crate::config::Config, stores: &crate::watch::Stores) -> 
         .and_then(|value| udn_api::annotations::node_subnets::parse_node_subnets(&value).ok())
         .unwrap_or_default();
     let mut out: BTreeMap<String, UdnHostInput> = BTreeMap::new();
-    for nad in stores.nads.state() {
-        let Some(text) = nad.spec.config.as_deref() else {
-            continue;
-        };
-        let Ok(conf) = NetConf::parse(text, config.cluster.mtu) else {
-            continue;
-        };
-        let Ok(NetInfo::UserDefined(info)) = NetInfo::from_netconf(&conf, &config.cluster) else {
-            continue;
-        };
-        let id = nad
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(udn_api::names::ANNOTATION_NETWORK_ID))
-            .and_then(|id| id.parse::<u32>().ok());
-        let (true, Some(id)) = (info.primary, id) else {
-            continue;
-        };
+    for PrimaryUdn { info, id } in primary_udns(stores, config) {
         let cidrs: Vec<IpNetwork> = info.subnets.iter().map(|entry| entry.cidr).collect();
         let (local_subnets, cluster_subnets) = match info.topology {
             NetworkTopology::Layer3 => (
