@@ -259,11 +259,19 @@ impl Zone {
             groups.insert(name, uuid);
             ahead.insert(uuid);
         }
-        let copp = copp.unwrap_or_else(|| {
-            let uuid =
-                topology::shared_row_uuid(udn_ovsdb::nb::copp::TABLE, topology::DEFAULT_COPP);
-            ahead.insert(uuid);
-            uuid
+        // Chosen only when the default network (its owner) is written in this pass: a UDN
+        // router must not name a COPP nobody inserts (its whole transaction would be refused);
+        // without one the reference is left unmanaged, as a `SharedReference` problem.
+        let default_written = order
+            .iter()
+            .any(|n| n.is_default() && !self.teardown_failed.contains(&n.controller_name()));
+        let copp = copp.or_else(|| {
+            default_written.then(|| {
+                let uuid =
+                    topology::shared_row_uuid(udn_ovsdb::nb::copp::TABLE, topology::DEFAULT_COPP);
+                ahead.insert(uuid);
+                uuid
+            })
         });
         let mut keyed_parts: Vec<NetworkDesired> = Vec::new();
         let empty: Vec<PodAttachment> = Vec::new();
@@ -276,7 +284,7 @@ impl Zone {
                 continue;
             }
             let mut zone = ZoneInputs::new(&self.config.zone, &snap.nodes);
-            zone.copp = Some(copp);
+            zone.copp = copp;
             // Only this network's groups: a copy of every group per network would cost
             // O(networks) each.
             zone.load_balancer_groups = topology::load_balancer_groups(net)
@@ -286,7 +294,7 @@ impl Zone {
             zone.ahead = zone
                 .load_balancer_groups
                 .values()
-                .chain([&copp])
+                .chain(copp.as_ref())
                 .filter(|uuid| ahead.contains(uuid))
                 .copied()
                 .collect();
