@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
+use udn_node::ovs::pod_port::{IFACE_ID, plan_pod_port};
+use udn_node::ovs::sandbox::plan_delete_sandbox;
 use udn_node::ovs::{
-    BR_INT, ChassisConfig, DesiredBridge, MgmtPort, NadFilter, Ovs, OvsConfig, OvsState, PodPort,
-    PodPortNetwork, legacy_mgmt_port_name, mgmt_iface_id, pod_iface_id,
+    BR_INT, ChassisConfig, DesiredBridge, Focus, MgmtPort, NadFilter, Ovs, OvsConfig, OvsState,
+    PodPort, PodPortNetwork, legacy_mgmt_port_name, mgmt_iface_id, pod_iface_id,
 };
 use udn_ovsdb::testing::OvsdbServer;
 
@@ -249,6 +251,72 @@ async fn an_older_sandbox_port_of_the_pod_is_removed() {
         ),
         ""
     );
+}
+
+/// The focused snapshot a pod's port is planned from plans exactly as the whole replica
+/// would, for a new port, the same port again, a port taking over a pod's older sandbox, a
+/// host veth bound to another pod, and a sandbox's deletion.
+#[tokio::test]
+async fn focused_snapshots_plan_as_the_whole_replica() {
+    let (server, ovs) = with_br_int().await;
+    for (name, sandbox) in [("aaaaaaaaaaaaaaa", "s1"), ("bbbbbbbbbbbbbbb", "s2")] {
+        let mut port = pod_port(name, sandbox, None);
+        port.iface_id = format!("ns1_{name}");
+        ovs.add_pod_port(&port).await.unwrap();
+    }
+    vsctl(
+        &server,
+        &[
+            "add-port",
+            "br-int",
+            "stale1234567890",
+            "--",
+            "set",
+            "Interface",
+            "stale1234567890",
+            "external_ids:iface-id=ns1_pod-a",
+        ],
+    );
+    seen(&ovs, |state| state.port("stale1234567890").is_some()).await;
+    let mut other = pod_port("aaaaaaaaaaaaaaa", "s1", None);
+    other.iface_id = "ns1_somebody-else".into();
+    let mut again = pod_port("aaaaaaaaaaaaaaa", "s1", None);
+    again.iface_id = "ns1_aaaaaaaaaaaaaaa".into();
+    let cases = [
+        pod_port("newsandbox12345", "new", None),
+        pod_port("newsandbox12345", "new", Some(blue())),
+        again,
+        other,
+    ];
+    let whole = ovs.state().unwrap();
+    for port in &cases {
+        let focused = ovs
+            .focused_state(&Focus {
+                names: vec![&port.name],
+                external_ids: vec![(IFACE_ID, &port.iface_id)],
+                bridges: Vec::new(),
+            })
+            .unwrap();
+        assert!(focused.interfaces.len() < whole.interfaces.len());
+        assert_eq!(
+            format!("{:?}", plan_pod_port(&focused, port)),
+            format!("{:?}", plan_pod_port(&whole, port)),
+            "{port:?}"
+        );
+    }
+    let focused = ovs
+        .focused_state(&Focus {
+            external_ids: vec![("sandbox", "s2")],
+            ..Focus::default()
+        })
+        .unwrap();
+    let plan = plan_delete_sandbox(&focused, BR_INT, "s2", &NadFilter::Any);
+    assert_eq!(plan.ports, ["bbbbbbbbbbbbbbb"]);
+    assert_eq!(
+        plan,
+        plan_delete_sandbox(&whole, BR_INT, "s2", &NadFilter::Any)
+    );
+    assert_eq!(ovs.pod_interface_count(), 2);
 }
 
 #[tokio::test]

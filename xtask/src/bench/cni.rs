@@ -28,6 +28,7 @@ use udn_test_support::stack::{
 use super::cni_clock::{InterfaceClock, PortTimes};
 pub use super::cni_figures::*;
 use super::controller_launch::source_state;
+use super::cpu::CpuSnapshot;
 use super::nb::load_average;
 use super::process::release_binary;
 
@@ -187,6 +188,7 @@ fn add_all(
     let node = stack.agents[0].name.as_str();
     let next = AtomicUsize::new(0);
     let runs = Mutex::new(Vec::new());
+    let cpu_before = CpuSnapshot::take();
     let started = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..concurrency {
@@ -220,6 +222,7 @@ fn add_all(
         }
     });
     let wall_s = started.elapsed().as_secs_f64();
+    let cpu = CpuSnapshot::take().since(&cpu_before);
     let runs = runs
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -248,6 +251,7 @@ fn add_all(
         concurrency,
         samples,
         wall_s,
+        cpu,
     };
     let (total, ours, bind) = (mode.total(), mode.ours(), mode.bind());
     say(&format!(

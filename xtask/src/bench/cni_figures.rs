@@ -72,6 +72,8 @@ pub struct ModeRun {
     pub samples: Vec<Sample>,
     /// From the first ADD's start to the last one's end, s.
     pub wall_s: f64,
+    /// CPU seconds used meanwhile, by process name, largest first ("other" last).
+    pub cpu: Vec<(String, f64)>,
 }
 
 impl ModeRun {
@@ -250,6 +252,7 @@ mod tests {
                 })
                 .collect(),
             wall_s: 1.0,
+            cpu: Vec::new(),
         }
     }
 

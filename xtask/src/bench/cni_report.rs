@@ -87,6 +87,7 @@ pub fn body(figures: &Figures, date: &str) -> String {
             spread(mode.after_installed())
         );
     }
+    text.push_str(&cpu_table(figures));
     let _ = writeln!(
         text,
         "\nThe plugin's exec alone (`VERSION`, which it answers by itself, {} runs): {:.1} ms \
@@ -130,6 +131,37 @@ pub fn body(figures: &Figures, date: &str) -> String {
     text
 }
 
+/// Who used the CPU during each mode: seconds, and ms per ADD.
+fn cpu_table(figures: &Figures) -> String {
+    let mut text = String::from(
+        "\nCPU used while each mode ran (all threads of each process, from `/proc`; the \
+         plugin runs are the bench's waited children; \"other\" is the machine's remaining \
+         busy time): the 2 cores are mostly OVN's, so what is ours in the latency above is \
+         largely waiting for a core.\n\n| mode | process | CPU s | ms per ADD |\n|---|---|---|---|\n",
+    );
+    for mode in &figures.modes {
+        let adds = mode.samples.len().max(1) as f64;
+        let busy: f64 = mode.cpu.iter().map(|(_, s)| s).sum();
+        for (name, seconds) in &mode.cpu {
+            let _ = writeln!(
+                text,
+                "| {} | {name} | {seconds:.2} | {:.1} |",
+                mode.label(),
+                seconds * 1000.0 / adds
+            );
+        }
+        let _ = writeln!(
+            text,
+            "| {} | **all** ({:.0}% of {:.2} s x 2 cores) | {busy:.2} | {:.1} |",
+            mode.label(),
+            100.0 * busy / (2.0 * mode.wall_s.max(f64::EPSILON)),
+            mode.wall_s,
+            busy * 1000.0 / adds
+        );
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +178,11 @@ mod tests {
                 })
                 .collect(),
             wall_s: 0.5,
+            cpu: vec![
+                ("ovs-vswitchd".to_owned(), 0.3),
+                ("udn-node".to_owned(), 0.02),
+                ("other".to_owned(), 0.01),
+            ],
         }
     }
 

@@ -15,6 +15,7 @@ pub mod controller_raw;
 pub mod controller_report;
 pub mod controller_watch;
 pub mod controller_zone;
+pub mod cpu;
 pub mod kube_sim;
 pub mod nb;
 pub mod nb_alloc;

@@ -8,7 +8,7 @@ use super::primary_udns::{PrimaryUdn, primary_udns};
 use crate::annotations::NodeFacts;
 use crate::config::Config;
 use crate::gateway::{BridgeInputs, GatewayCluster, OfPort, UdnPatch, patch_port_name};
-use crate::ovs::{Ovs, OvsError};
+use crate::ovs::{Focus, Ovs, OvsError};
 use crate::watch::Stores;
 
 /// The bridge's inputs, or `None` while the default network's patch port does not exist
@@ -23,7 +23,11 @@ pub fn bridge_inputs(
     let Some(gateway) = &facts.gateway else {
         return Ok(None);
     };
-    let state = ovs.state()?;
+    // Called on every OVS change: only the gateway bridge's rows are typed.
+    let state = ovs.focused_state(&Focus {
+        bridges: vec![&gateway.bridge],
+        ..Focus::default()
+    })?;
     let ofport = |name: &str| {
         state
             .interface(name)

@@ -11,8 +11,8 @@ use udn_cni_protocol::{CniResult, PodRequest};
 use super::context::CniContext;
 use super::network::{Attachment, PodInterface, pod_interface, primary_attachment};
 use super::wire::{Target, WireError, unwire_port, wire};
+use crate::ovs::NadFilter;
 use crate::ovs::open_vswitch::BRIDGE_MAPPINGS;
-use crate::ovs::{BR_INT, NadFilter};
 
 /// The pod-side name of a primary UDN's interface (upstream's `ovn-udn1`).
 pub const PRIMARY_UDN_IFNAME: &str = "ovn-udn1";
@@ -124,11 +124,9 @@ pub async fn add(
     ctx.metrics
         .pods_wired
         .inc_by(u64::try_from(result.interfaces.len() / 2).unwrap_or(0));
-    if let Ok(ports) = ctx.ovs.pod_ports(BR_INT) {
-        ctx.metrics
-            .pod_interfaces
-            .set(i64::try_from(ports.len()).unwrap_or(i64::MAX));
-    }
+    ctx.metrics
+        .pod_interfaces
+        .set(i64::try_from(ctx.ovs.pod_interface_count()).unwrap_or(i64::MAX));
     Ok(result)
 }
 

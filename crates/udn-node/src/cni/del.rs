@@ -60,10 +60,8 @@ pub async fn del(
             }
         }
     }
-    if let Ok(ports) = ctx.ovs.pod_ports(BR_INT) {
-        ctx.metrics
-            .pod_interfaces
-            .set(i64::try_from(ports.len()).unwrap_or(i64::MAX));
-    }
+    ctx.metrics
+        .pod_interfaces
+        .set(i64::try_from(ctx.ovs.pod_interface_count()).unwrap_or(i64::MAX));
     Ok(removed)
 }

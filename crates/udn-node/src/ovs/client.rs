@@ -8,6 +8,7 @@
 //! it; the transaction then fails (e.g. a name taken meanwhile) or the next pass fixes it.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use udn_ovsdb::client::{Client, ClientConfig, Endpoint};
@@ -22,7 +23,7 @@ use super::open_vswitch::{ChassisConfig, plan_bridge_mapping, plan_open_vswitch}
 use super::pod_port::{IFACE_ID, PodPort, PodPortPlan, SANDBOX, plan_pod_port};
 use super::port::delete_port_op;
 use super::sandbox::{NadFilter, PodPortRecord, list_pod_ports, plan_delete_sandbox};
-use super::state::OvsState;
+use super::state::{Focus, OvsState};
 use super::wait::{InstalledWait, wait_ovn_installed};
 
 /// Where ovsdb-server listens on a node.
@@ -97,6 +98,11 @@ fn monitored() -> Requirements {
 #[derive(Debug)]
 pub struct Ovs {
     client: Client,
+    /// The typed snapshot of the replica as of a change count. Every OVS change wakes
+    /// several readers (the gateway, the UDN hosts, each CNI request), and typing every
+    /// row of a node with hundreds of pods for each of them cost more CPU than the rest
+    /// of a CNI ADD; now a change is typed once, by whoever reads it first.
+    snapshot: Mutex<Option<(u64, Arc<OvsState>)>>,
 }
 
 impl Ovs {
@@ -110,7 +116,10 @@ impl Ovs {
         let client = Client::connect(client_config).await.map_err(|source| {
             OvsError::client(format!("connect to {}", config.endpoint), source)
         })?;
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            snapshot: Mutex::new(None),
+        })
     }
 
     /// The underlying client (its replica, `changes()`).
@@ -118,9 +127,40 @@ impl Ovs {
         &self.client
     }
 
-    /// A typed snapshot of the replica.
-    pub fn state(&self) -> Result<OvsState, OvsError> {
-        OvsState::from_replica(&self.client.replica())
+    /// A typed snapshot of the replica (shared until the replica changes).
+    pub fn state(&self) -> Result<Arc<OvsState>, OvsError> {
+        // The count is read before the replica: the client counts a change after applying
+        // it, so the snapshot is never older than the count it is kept under.
+        let count = *self.client.changes().borrow();
+        let mut snapshot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, state)) = snapshot.as_ref()
+            && *seen == count
+        {
+            return Ok(Arc::clone(state));
+        }
+        let state = Arc::new(OvsState::from_replica(&self.client.replica())?);
+        *snapshot = Some((count, Arc::clone(&state)));
+        Ok(state)
+    }
+
+    /// A typed snapshot of the part of the replica `focus` names (see [`OvsState::focused`]).
+    pub fn focused_state(&self, focus: &Focus<'_>) -> Result<OvsState, OvsError> {
+        OvsState::focused(&self.client.replica(), focus)
+    }
+
+    /// How many interfaces carry a CNI sandbox id (`external_ids:sandbox`), read from the
+    /// replica's index without typing a row.
+    pub fn pod_interface_count(&self) -> usize {
+        let replica = self.client.replica();
+        replica
+            .indexed_values(interface::TABLE, SANDBOX)
+            .map(|values| {
+                values
+                    .filter(|sandbox| !sandbox.is_empty())
+                    .map(|sandbox| replica.find(interface::TABLE, SANDBOX, sandbox).len())
+                    .sum()
+            })
+            .unwrap_or(0)
     }
 
     /// The `datapath_type` of `bridge` (`netdev`: userspace, so pods need TX checksum
@@ -148,7 +188,7 @@ impl Ovs {
     /// changed anything.
     pub async fn ensure_chassis_config(&self, config: &ChassisConfig) -> Result<bool, OvsError> {
         let ops = plan_open_vswitch(
-            &self.state()?,
+            &*self.state()?,
             &config.external_ids(),
             &config.other_config(),
         )?;
@@ -162,14 +202,14 @@ impl Ovs {
         physnet: &str,
         bridge: &str,
     ) -> Result<bool, OvsError> {
-        let ops = plan_bridge_mapping(&self.state()?, physnet, bridge)?;
+        let ops = plan_bridge_mapping(&*self.state()?, physnet, bridge)?;
         self.run(format!("map {physnet} to bridge {bridge}"), ops)
             .await
     }
 
     /// Creates or updates a bridge.
     pub async fn ensure_bridge(&self, desired: &DesiredBridge) -> Result<bool, OvsError> {
-        let ops = plan_bridge(&self.state()?, desired)?;
+        let ops = plan_bridge(&*self.state()?, desired)?;
         self.run(format!("ensure bridge {}", desired.name), ops)
             .await
     }
@@ -177,7 +217,12 @@ impl Ovs {
     /// Adds or updates a pod's port (one transaction, also removing older ports of the same
     /// `iface-id`); returns the plan that was sent.
     pub async fn add_pod_port(&self, port: &PodPort) -> Result<PodPortPlan, OvsError> {
-        let plan = plan_pod_port(&self.state()?, port)?;
+        let focus = Focus {
+            names: vec![&port.name],
+            external_ids: vec![(IFACE_ID, &port.iface_id)],
+            bridges: Vec::new(),
+        };
+        let plan = plan_pod_port(&self.focused_state(&focus)?, port)?;
         self.run(format!("add pod port {}", port.name), plan.ops.clone())
             .await?;
         Ok(plan)
@@ -201,7 +246,11 @@ impl Ovs {
         sandbox: &str,
         filter: &NadFilter,
     ) -> Result<Vec<String>, OvsError> {
-        let plan = plan_delete_sandbox(&self.state()?, bridge, sandbox, filter);
+        let focus = Focus {
+            external_ids: vec![(SANDBOX, sandbox)],
+            ..Focus::default()
+        };
+        let plan = plan_delete_sandbox(&self.focused_state(&focus)?, bridge, sandbox, filter);
         self.run(format!("delete ports of sandbox {sandbox}"), plan.ops)
             .await?;
         Ok(plan.ports)
@@ -209,7 +258,11 @@ impl Ovs {
 
     /// Removes port `name` from `bridge`; returns whether it was there.
     pub async fn delete_port(&self, bridge: &str, name: &str) -> Result<bool, OvsError> {
-        let ops = delete_port_op(&self.state()?, bridge, name)
+        let focus = Focus {
+            names: vec![name],
+            ..Focus::default()
+        };
+        let ops = delete_port_op(&self.focused_state(&focus)?, bridge, name)
             .into_iter()
             .collect();
         self.run(format!("delete port {name} from {bridge}"), ops)
@@ -218,12 +271,12 @@ impl Ovs {
 
     /// Every pod port the CNI made on `bridge`.
     pub fn pod_ports(&self, bridge: &str) -> Result<Vec<PodPortRecord>, OvsError> {
-        Ok(list_pod_ports(&self.state()?, bridge))
+        Ok(list_pod_ports(&*self.state()?, bridge))
     }
 
     /// Creates or updates a management port; returns whether it changed anything.
     pub async fn ensure_mgmt_port(&self, port: &MgmtPort) -> Result<bool, OvsError> {
-        let ops = plan_mgmt_port(&self.state()?, port)?;
+        let ops = plan_mgmt_port(&*self.state()?, port)?;
         self.run(format!("ensure management port {}", port.name), ops)
             .await
     }

@@ -36,5 +36,5 @@ pub use nic_bridge::{Attachment, NicBridge, nic_bridge_name};
 pub use open_vswitch::{ChassisConfig, merge_bridge_mappings};
 pub use pod_port::{BR_INT, PodPort, PodPortNetwork, PodPortPlan, go_ip_list, pod_iface_id};
 pub use sandbox::{NadFilter, PodPortRecord};
-pub use state::OvsState;
+pub use state::{Focus, OvsState};
 pub use wait::{InstallStatus, InstalledWait};

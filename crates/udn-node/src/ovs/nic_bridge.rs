@@ -138,7 +138,7 @@ impl Ovs {
     /// Creates or updates a NIC's bridge (the NIC as a port when `attach`); returns whether
     /// anything was sent.
     pub async fn ensure_nic_bridge(&self, nic: &NicBridge, attach: bool) -> Result<bool, OvsError> {
-        let ops = plan_nic_bridge(&self.state()?, nic, attach)?;
+        let ops = plan_nic_bridge(&*self.state()?, nic, attach)?;
         if ops.is_empty() {
             return Ok(false);
         }
@@ -176,7 +176,7 @@ impl Ovs {
         loop {
             // Marked seen before reading, so a change after the read wakes the select.
             changes.borrow_and_update();
-            let status = attachment(&self.state()?, name);
+            let status = attachment(&*self.state()?, name);
             if status != Attachment::Pending {
                 return Ok(status);
             }
