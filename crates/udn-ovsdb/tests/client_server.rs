@@ -324,6 +324,51 @@ async fn changes_wake_a_waiter_once_the_replica_shows_them() {
     assert!(!changes.has_changed().unwrap());
 }
 
+/// A monitor condition keeps only the matching rows: rows that stop matching leave the
+/// replica, rows that start matching enter it, and other rows' changes wake nobody.
+#[tokio::test]
+async fn monitor_conditions_keep_only_matching_rows() {
+    let server = OvsdbServer::start_nb().unwrap();
+    let mut config = config(&server);
+    config.conditions = BTreeMap::from([(
+        "Logical_Switch".to_owned(),
+        vec![Condition {
+            column: "name".into(),
+            function: ConditionFunction::NotEqual,
+            value: s("ignored"),
+        }],
+    )]);
+    let client = Client::connect(config).await.unwrap();
+    server.nbctl(&["ls-add", "kept"]).unwrap();
+    server.nbctl(&["ls-add", "ignored"]).unwrap();
+    client.echo().await.unwrap();
+    assert_eq!(switch_names(&client), vec!["kept"]);
+    let mut changes = client.changes();
+    changes.borrow_and_update();
+    server
+        .nbctl(&["set", "Logical_Switch", "ignored", "other_config:x=1"])
+        .unwrap();
+    client.echo().await.unwrap();
+    assert!(
+        !changes.has_changed().unwrap(),
+        "a change to an unmonitored row"
+    );
+    server
+        .nbctl(&["set", "Logical_Switch", "kept", "name=ignored2"])
+        .unwrap();
+    server
+        .nbctl(&["set", "Logical_Switch", "ignored", "name=now-kept"])
+        .unwrap();
+    client.echo().await.unwrap();
+    assert_eq!(switch_names(&client), vec!["ignored2", "now-kept"]);
+    // Renaming "ignored2" to the excluded name takes it out.
+    server
+        .nbctl(&["set", "Logical_Switch", "ignored2", "name=ignored"])
+        .unwrap();
+    client.echo().await.unwrap();
+    assert_eq!(switch_names(&client), vec!["now-kept"]);
+}
+
 #[tokio::test]
 async fn monitor_sees_ovn_nbctl_changes() {
     let server = OvsdbServer::start_nb().unwrap();

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use udn_ovsdb::client::{Client, ClientConfig, ClientError, Endpoint};
 use udn_ovsdb::engine::INDEXED_KEYS;
+use udn_ovsdb::protocol::{Atom, Condition, ConditionFunction, Value};
 use udn_ovsdb::schema::Requirements;
 
 /// Northbound tables the controller writes (all columns are kept in its replica).
@@ -38,7 +39,8 @@ pub const NB_TABLES: [&str; 16] = {
 };
 
 /// Southbound tables and columns the controller reads: chassis and their encaps (remote
-/// chassis), port bindings (binding remote ports), SB_Global (northd progress).
+/// chassis), port bindings of `type=remote` (binding remote ports), SB_Global (northd
+/// progress).
 const SB_COLUMNS: [(&str, &[&str]); 4] = [
     (
         "Chassis",
@@ -93,5 +95,15 @@ pub async fn connect_sb(endpoint: Endpoint) -> Result<Client, ClientError> {
     config.request_timeout = REQUEST_TIMEOUT;
     config.monitor = monitor;
     config.required = required;
+    // Only remote ports are bound here; a local pod's binding changes (ovn-controller
+    // claiming it, on every CNI ADD) would otherwise wake a whole pass each.
+    config.conditions.insert(
+        "Port_Binding".to_owned(),
+        vec![Condition {
+            column: "type".to_owned(),
+            function: ConditionFunction::Equal,
+            value: Value::Atom(Atom::String("remote".to_owned())),
+        }],
+    );
     Client::connect(config).await
 }

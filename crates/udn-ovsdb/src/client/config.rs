@@ -1,8 +1,10 @@
 //! Client configuration.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::endpoint::Endpoint;
+use crate::protocol::Condition;
 use crate::schema::Requirements;
 
 /// How to connect, what to monitor and what to require.
@@ -15,6 +17,11 @@ pub struct ClientConfig {
     /// Tables and columns to keep in the replica; only those the server has are monitored. A
     /// table with an empty column set means all of its columns.
     pub monitor: Requirements,
+    /// Per table, the rows to monitor: those matching all of these conditions (the
+    /// `where` of `monitor_cond` and `monitor_cond_since`). A server offering only plain
+    /// `monitor` sends every row, so readers still check what they rely on. Tables not
+    /// named: every row.
+    pub conditions: BTreeMap<String, Vec<Condition>>,
     /// Tables and columns the server must have; connecting fails naming the missing ones.
     pub required: Requirements,
     /// `external_ids` keys the replica indexes for [`Replica::find`](crate::replica::Replica::find).
@@ -36,6 +43,7 @@ impl ClientConfig {
             endpoint,
             database: database.to_owned(),
             monitor: Requirements::default(),
+            conditions: BTreeMap::new(),
             required: Requirements::default(),
             indexed_keys: Vec::new(),
             request_timeout: Duration::from_secs(30),

@@ -324,7 +324,7 @@ async fn sync(shared: &Shared, link: &Link) -> Result<(), ClientError> {
     let mut accepted = None;
     for method in MonitorMethod::PREFERENCE {
         let fresh = Replica::new(Arc::clone(&restricted), &keys);
-        let params = method.params(&config.database, &columns, since);
+        let params = method.params(&config.database, &columns, &config.conditions, since);
         match link.monitor(method, params, fresh).await {
             Ok(()) => {
                 accepted = Some(method);

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value as Json, json};
 
-use crate::protocol::Uuid;
+use crate::protocol::{Condition, Uuid};
 
 /// The monitor id the client uses; notifications for other ids are ignored.
 pub(crate) const MONITOR_ID: &str = "udn";
@@ -33,17 +33,30 @@ impl MonitorMethod {
         }
     }
 
-    /// The request parameters monitoring `columns` (table -> columns) of `database`.
-    /// `since` is the last transaction id the replica reflects (`monitor_cond_since` only).
+    /// The request parameters monitoring `columns` (table -> columns) of `database`, the
+    /// rows of a table in `conditions` restricted to those matching (not with plain
+    /// `monitor`, which has no `where`). `since` is the last transaction id the replica
+    /// reflects (`monitor_cond_since` only).
     pub(crate) fn params(
         self,
         database: &str,
         columns: &BTreeMap<String, Vec<String>>,
+        conditions: &BTreeMap<String, Vec<Condition>>,
         since: Option<Uuid>,
     ) -> Vec<Json> {
         let requests: Map<String, Json> = columns
             .iter()
-            .map(|(table, columns)| (table.clone(), json!([{ "columns": columns }])))
+            .map(|(table, columns)| {
+                let mut request = Map::new();
+                request.insert("columns".to_owned(), json!(columns));
+                if let Some(wanted) = conditions.get(table).filter(|c| !c.is_empty())
+                    && self != Self::Plain
+                {
+                    let clauses: Vec<Json> = wanted.iter().map(Condition::to_json).collect();
+                    request.insert("where".to_owned(), Json::Array(clauses));
+                }
+                (table.clone(), json!([Json::Object(request)]))
+            })
             .collect();
         let mut params = vec![json!(database), json!(MONITOR_ID), Json::Object(requests)];
         if self == Self::CondSince {
@@ -65,7 +78,7 @@ mod tests {
         let columns = BTreeMap::from([("Logical_Switch".to_owned(), vec!["name".to_owned()])]);
         let reqs = json!({"Logical_Switch": [{"columns": ["name"]}]});
         assert_eq!(
-            MonitorMethod::CondSince.params("NB", &columns, None),
+            MonitorMethod::CondSince.params("NB", &columns, &BTreeMap::new(), None),
             vec![
                 json!("NB"),
                 json!("udn"),
@@ -74,11 +87,11 @@ mod tests {
             ]
         );
         assert_eq!(
-            MonitorMethod::Cond.params("NB", &columns, Some(Uuid::from_u128(1))),
+            MonitorMethod::Cond.params("NB", &columns, &BTreeMap::new(), Some(Uuid::from_u128(1))),
             vec![json!("NB"), json!("udn"), reqs.clone()]
         );
         assert_eq!(
-            MonitorMethod::Plain.params("NB", &columns, None),
+            MonitorMethod::Plain.params("NB", &columns, &BTreeMap::new(), None),
             vec![json!("NB"), json!("udn"), reqs]
         );
     }
