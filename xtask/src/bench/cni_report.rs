@@ -136,9 +136,10 @@ fn cpu_table(figures: &Figures) -> String {
     let mut text = String::from(
         "\nCPU used while each mode ran (all threads of each process, from `/proc`; the \
          plugin runs are the bench's waited children; \"other\" is the machine's remaining \
-         busy time): the 2 cores are mostly OVN's, so what is ours in the latency above is \
+         busy time): the cores are mostly OVN's, so what is ours in the latency above is \
          largely waiting for a core.\n\n| mode | process | CPU s | ms per ADD |\n|---|---|---|---|\n",
     );
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     for mode in &figures.modes {
         let adds = mode.samples.len().max(1) as f64;
         let busy: f64 = mode.cpu.iter().map(|(_, s)| s).sum();
@@ -152,9 +153,9 @@ fn cpu_table(figures: &Figures) -> String {
         }
         let _ = writeln!(
             text,
-            "| {} | **all** ({:.0}% of {:.2} s x 2 cores) | {busy:.2} | {:.1} |",
+            "| {} | **all** ({:.0}% of {:.2} s x {cores} cores) | {busy:.2} | {:.1} |",
             mode.label(),
-            100.0 * busy / (2.0 * mode.wall_s.max(f64::EPSILON)),
+            100.0 * busy / (cores as f64 * mode.wall_s.max(f64::EPSILON)),
             mode.wall_s,
             busy * 1000.0 / adds
         );
