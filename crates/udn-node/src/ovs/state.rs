@@ -27,14 +27,7 @@ pub struct OvsState {
 fn typed<T: Table>(replica: &Replica) -> Result<BTreeMap<Uuid, T>, OvsError> {
     replica
         .rows(T::TABLE)
-        .map(|(uuid, row)| {
-            T::from_row(Some(*uuid), row)
-                .map(|typed| (*uuid, typed))
-                .map_err(|source| OvsError::Row {
-                    table: T::TABLE,
-                    source,
-                })
-        })
+        .map(|(uuid, row)| Ok((*uuid, typed_row(*uuid, row)?)))
         .collect()
 }
 
@@ -94,20 +87,14 @@ impl OvsState {
         for (key, value) in &focus.external_ids {
             interfaces.extend(replica.find(interface::TABLE, key, value));
         }
-        if !interfaces.is_empty() {
-            // The ports holding the interfaces taken (a port's row is small; this scans
-            // references, it does not type every port).
+        // The ports holding the interfaces taken, from the replica's reference index.
+        for uuid in &interfaces {
             ports.extend(
                 replica
-                    .rows(port::TABLE)
-                    .filter(|(_, row)| match row.get(port::INTERFACES) {
-                        Some(Value::Set(atoms)) => atoms
-                            .iter()
-                            .any(|atom| matches!(atom, Atom::Uuid(u) if interfaces.contains(u))),
-                        Some(Value::Atom(Atom::Uuid(u))) => interfaces.contains(u),
-                        _ => false,
-                    })
-                    .map(|(uuid, _)| *uuid),
+                    .referrers(uuid)
+                    .into_iter()
+                    .filter(|(table, _, column)| table == port::TABLE && column == port::INTERFACES)
+                    .map(|(_, referrer, _)| referrer),
             );
         }
         for uuid in ports {
