@@ -92,7 +92,7 @@ impl Metrics {
         );
         registry.register(
             "pod_interfaces",
-            "Pod interfaces of this agent on br-int",
+            "OVS interfaces carrying a CNI sandbox id (the pod interfaces on br-int)",
             metrics.pod_interfaces.clone(),
         );
         registry.register("errors", "Errors by step", metrics.errors.clone());

@@ -95,4 +95,40 @@ mod tests {
             vec![json!("NB"), json!("udn"), reqs]
         );
     }
+
+    #[test]
+    fn conditions_become_a_where_except_for_plain_monitor() {
+        use crate::protocol::{Atom, ConditionFunction, Value};
+        let columns = BTreeMap::from([
+            ("Port_Binding".to_owned(), vec!["type".to_owned()]),
+            ("Chassis".to_owned(), vec!["name".to_owned()]),
+        ]);
+        let conditions = BTreeMap::from([(
+            "Port_Binding".to_owned(),
+            vec![Condition {
+                column: "type".into(),
+                function: ConditionFunction::Equal,
+                value: Value::Atom(Atom::String("remote".into())),
+            }],
+        )]);
+        let filtered = json!({
+            "Port_Binding": [{"columns": ["type"], "where": [["type", "==", "remote"]]}],
+            "Chassis": [{"columns": ["name"]}],
+        });
+        assert_eq!(
+            MonitorMethod::Cond.params("SB", &columns, &conditions, None)[2],
+            filtered
+        );
+        assert_eq!(
+            MonitorMethod::CondSince.params("SB", &columns, &conditions, None)[2],
+            filtered
+        );
+        assert_eq!(
+            MonitorMethod::Plain.params("SB", &columns, &conditions, None)[2],
+            json!({
+                "Port_Binding": [{"columns": ["type"]}],
+                "Chassis": [{"columns": ["name"]}],
+            })
+        );
+    }
 }
