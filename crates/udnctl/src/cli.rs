@@ -23,6 +23,10 @@ pub(crate) enum Command {
     /// Validate UDN/CUDN YAML offline and print the NADs, network IDs and node host
     /// subnets the cluster would get.
     Render(RenderArgs),
+    /// The whole system on one machine: real OVN, the control plane, per node udn's
+    /// components and a simulated kubelet.
+    #[command(subcommand)]
+    Sandbox(crate::sandbox::SandboxCommand),
 }
 
 /// Output format.

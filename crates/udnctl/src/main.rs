@@ -10,6 +10,7 @@ mod input;
 mod objects;
 mod output;
 mod pipeline;
+mod sandbox;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -34,6 +35,13 @@ fn main() -> ExitCode {
                 for problem in problems {
                     eprintln!("{problem}");
                 }
+                ExitCode::FAILURE
+            }
+        },
+        Command::Sandbox(command) => match sandbox::run_daemon(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: {err:#}");
                 ExitCode::FAILURE
             }
         },

@@ -1,0 +1,47 @@
+//! The sandbox's daemons, each run by a hidden `udnctl sandbox` subcommand.
+
+use anyhow::Context;
+
+use super::SandboxCommand;
+
+/// Runs one of the hidden daemon subcommands to its end.
+pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
+    match command {
+        SandboxCommand::Image(args) => {
+            udn_sandbox::images::run(&args.args).context("running the image")
+        }
+        SandboxCommand::Kubelet(args) => {
+            let text = std::fs::read_to_string(&args.config)
+                .with_context(|| format!("reading {}", args.config.display()))?;
+            let config: udn_sandbox::kubelet::KubeletConfig = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", args.config.display()))?;
+            runtime()?
+                .block_on(udn_sandbox::kubelet::run(config))
+                .context("the simulated kubelet")
+        }
+        SandboxCommand::Endpoints(args) => runtime()?.block_on(async {
+            let client = client(&args.kubeconfig).await?;
+            udn_sandbox::endpointslice::run(client)
+                .await
+                .context("the EndpointSlice controller")
+        }),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// A client of the API server in `kubeconfig`.
+async fn client(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let config = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+        .await
+        .with_context(|| format!("using {}", kubeconfig.display()))?;
+    kube::Client::try_from(config).context("building the API client")
+}
