@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnetwork::Ipv4Network;
@@ -45,6 +46,10 @@ pub struct LabConfig {
     pub underlay_mtu: u32,
     /// The longest the lab waits for one readiness condition while starting.
     pub timeout: Duration,
+    /// Where the run directory goes (`<run_base>/udn-ovn-lab-<prefix>`); the temp dir when
+    /// `None`. Only labs in the temp dir are cleaned up by [`crate::clean_stale_labs`], so a
+    /// lab meant to outlive its process ([`crate::Lab::detach`]) lives elsewhere.
+    pub run_base: Option<PathBuf>,
 }
 
 impl Default for LabConfig {
@@ -62,6 +67,7 @@ impl LabConfig {
             underlay: DEFAULT_UNDERLAY,
             underlay_mtu: 9000,
             timeout: Duration::from_secs(30),
+            run_base: None,
         }
     }
 
@@ -72,6 +78,12 @@ impl LabConfig {
         S: Into<String>,
     {
         self.nodes = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The run directory under `base` instead of the temp dir.
+    pub fn run_base(mut self, base: PathBuf) -> Self {
+        self.run_base = Some(base);
         self
     }
 

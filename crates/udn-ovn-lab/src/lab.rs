@@ -65,7 +65,7 @@ impl Lab {
         config.validate()?;
         preflight()?;
         crate::stale::clean_stale_labs();
-        let run = RunDir::reserve()?;
+        let run = RunDir::reserve(config.run_base.as_deref())?;
         let prefix = run.prefix().to_owned();
         let mtu = config.underlay_mtu;
         let prefix_len = config.underlay.prefix();
@@ -130,6 +130,17 @@ impl Lab {
             node.wait_hv()?;
         }
         Ok(())
+    }
+
+    /// Leaves the lab running beyond this value (nothing is stopped or deleted when it goes)
+    /// and returns its run directory: a lab that outlives its process, as the sandbox's. It
+    /// is taken apart later with [`crate::tear_down`] on that directory.
+    pub fn detach(self) -> std::path::PathBuf {
+        let run_dir = self.run.path().to_path_buf();
+        // Forgetting skips every field's drop (daemons, netns, the run dir): exactly what
+        // must survive. The memory is the caller's process's until it exits.
+        std::mem::forget(self);
+        run_dir
     }
 
     /// The lab's unique prefix: every netns it creates is named `<prefix>-...`.

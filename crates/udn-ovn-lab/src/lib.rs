@@ -74,6 +74,6 @@ pub use netns::netns_with_prefix;
 pub use node::{DaemonKind, NbCfg, Node, NodeRss};
 pub use pod::{InterfaceSpec, Pod, PodInterface, PodSpec, Route};
 pub use probe::{Ping, Received, TcpListener};
-pub use stale::clean_stale_labs;
+pub use stale::{clean_stale_labs, tear_down};
 pub use udn_ovsdb::testing::process_alive;
 pub use underlay::ExternalHost;

@@ -19,9 +19,10 @@ pub(crate) struct RunDir {
 
 impl RunDir {
     /// Picks a fresh prefix (`ol` + 6 hex digits) that no directory and no netns uses yet.
-    pub(crate) fn reserve() -> Result<Self, LabError> {
+    /// The directory goes under `base` (the temp dir when `None`).
+    pub(crate) fn reserve(base: Option<&Path>) -> Result<Self, LabError> {
         let step = "reserve a lab prefix";
-        let base = std::env::temp_dir();
+        let base = base.map_or_else(std::env::temp_dir, Path::to_path_buf);
         let mut last_error = None;
         for _ in 0..32 {
             let id = uuid::Uuid::new_v4().simple().to_string();
@@ -58,6 +59,14 @@ impl RunDir {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The prefix of the lab whose run directory is `path`, if it is one.
+    pub(crate) fn prefix_of(path: &Path) -> Option<&str> {
+        path.file_name()?
+            .to_str()?
+            .strip_prefix(RUN_DIR_PREFIX)?
+            .strip_prefix('-')
     }
 }
 

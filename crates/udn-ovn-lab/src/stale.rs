@@ -99,6 +99,19 @@ pub fn clean_stale_labs() -> Vec<String> {
     cleaned
 }
 
+/// Takes apart the lab whose run directory is `run_dir` (a [`crate::Lab::detach`]ed one, or
+/// any lab whose process is gone): kills its daemons, deletes its `<prefix>-*` network
+/// namespaces and removes the directory. Returns the lab's prefix; an error when `run_dir`
+/// is no lab run directory (nothing is touched then).
+pub fn tear_down(run_dir: &Path) -> Result<String, LabError> {
+    let prefix = crate::run_dir::RunDir::prefix_of(run_dir).ok_or_else(|| LabError::Invalid {
+        field: "run_dir".to_owned(),
+        reason: format!("{} is no lab run directory", run_dir.display()),
+    })?;
+    clean(prefix, run_dir);
+    Ok(prefix.to_owned())
+}
+
 fn clean(prefix: &str, run_dir: &Path) {
     let node_dirs: Vec<PathBuf> = std::fs::read_dir(run_dir)
         .into_iter()

@@ -1,5 +1,7 @@
-//! The udn sandbox: everything a cluster runs, on one machine.
+//! The udn sandbox: everything a cluster runs, on one machine (`udnctl sandbox ...`).
 //!
+//! - [`up`], [`down`], [`status`], [`tools`]: the sandbox's life cycle and tools. Its
+//!   directory ([`layout`]) holds the [`state`] file naming every process it started.
 //! - [`kubelet`]: the simulated kubelet (one per node): registers its Node, schedules and
 //!   runs pods in network namespaces and cgroups, executes CNI plugins as kubelet's CRI
 //!   runtime does (delegating `k8s.v1.cni.cncf.io/networks` as Multus does), runs probes
@@ -8,7 +10,27 @@
 //!   engine (e.g. agnhost's `netexec`).
 //! - [`endpointslice`]: kube-controller-manager's EndpointSlice controller, as the sandbox
 //!   plays it for Services with selectors.
+//! - [`components`]: udn's components' command lines (shared with the test stack);
+//!   [`forward`]: the nodes' way to the API server.
 
+pub mod binaries;
+pub mod cgroup;
+pub mod client;
+pub mod command;
+pub mod components;
+pub mod daemon;
+pub mod down;
 pub mod endpointslice;
+pub mod error;
+pub mod forward;
 pub mod images;
 pub mod kubelet;
+pub mod layout;
+pub mod packages;
+pub mod pods;
+pub mod state;
+pub mod status;
+pub mod tools;
+pub mod up;
+
+pub use error::SandboxError;

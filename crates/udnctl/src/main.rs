@@ -38,8 +38,10 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Sandbox(command) => match sandbox::run_daemon(command) {
-            Ok(()) => ExitCode::SUCCESS,
+        Command::Sandbox(command) => match sandbox::run(&command)
+            .unwrap_or_else(|| sandbox::run_daemon(command).map(|()| ExitCode::SUCCESS))
+        {
+            Ok(code) => code,
             Err(err) => {
                 eprintln!("error: {err:#}");
                 ExitCode::FAILURE

@@ -43,3 +43,15 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
     let _ = config;
     Err(KubeletError::NotBuilt)
 }
+
+/// The network namespace name of the sandbox the kubelet with `state_dir` made for pod
+/// `namespace/name` (uid `uid`), if it has one.
+pub fn sandbox_netns(
+    state_dir: &std::path::Path,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Option<String> {
+    let _ = (state_dir, namespace, name, uid);
+    None
+}

@@ -1,40 +1,31 @@
-//! The components' command lines, as users start them: every component gets the same
-//! cluster flags, a kubeconfig and an ephemeral admin port; the node agent runs inside its
-//! node's netns (`nsenter`), where its OVS, veths and routes are.
+//! The components' command lines: the sandbox's ([`udn_sandbox::components`]), with the
+//! stack's paths and settings.
 
 use std::path::Path;
 use std::process::Command;
 
+use udn_sandbox::components::{self, AgentSettings, ZoneEndpoints};
+
 use super::StackConfig;
 
 /// The cluster flags every component gets.
-pub const CLUSTER_FLAGS: [&str; 6] = [
-    "--cluster-subnets",
-    "10.244.0.0/16/24",
-    "--k8s-service-cidrs",
-    "10.96.0.0/16",
-    "--gateway-mode",
-    "shared",
-];
-
-/// Flags of every component: UDNs on, no leader election, an ephemeral admin port.
-const COMMON_FLAGS: [&str; 5] = [
-    "--enable-multi-network",
-    "--enable-network-segmentation",
-    "--admin-bind-address",
-    "127.0.0.1:0",
-    "--leader-elect=false",
-];
+pub use udn_sandbox::components::CLUSTER_FLAGS;
 
 /// `udn-cluster-manager`.
 pub(super) fn cluster_manager(config: &StackConfig, kubeconfig: &Path) -> Command {
-    let mut command = Command::new(&config.binaries.cluster_manager);
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(CLUSTER_FLAGS)
-        .args(COMMON_FLAGS);
-    command
+    components::cluster_manager(&config.binaries.cluster_manager, kubeconfig)
+}
+
+/// What the components are told about `node`'s zone.
+fn zone(node: &udn_ovn_lab::Node) -> ZoneEndpoints {
+    ZoneEndpoints {
+        node: node.name().to_owned(),
+        netns: node.netns().to_owned(),
+        nb_remote: node.nb_remote(),
+        sb_remote: node.sb_remote(),
+        ovs_remote: node.ovs_remote(),
+        ovs_rundir: node.ovs_rundir().to_path_buf(),
+    }
 }
 
 /// `udn-controller` for `node`'s zone.
@@ -43,18 +34,7 @@ pub(super) fn controller(
     node: &udn_ovn_lab::Node,
     kubeconfig: &Path,
 ) -> Command {
-    let mut command = Command::new(&config.binaries.controller);
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--nb-address")
-        .arg(node.nb_remote())
-        .arg("--sb-address")
-        .arg(node.sb_remote())
-        .args(["--zone", node.name()])
-        .args(CLUSTER_FLAGS)
-        .args(COMMON_FLAGS);
-    command
+    components::controller(&config.binaries.controller, &zone(node), kubeconfig)
 }
 
 /// Where one node's agent keeps its CNI server and config.
@@ -71,29 +51,13 @@ pub(super) fn agent(
     node: &udn_ovn_lab::Node,
     paths: AgentPaths<'_>,
 ) -> Command {
-    let mut command = Command::new("nsenter");
-    // ovs-ofctl and ovs-appctl find the node's bridges through its OVS run dir.
-    command.env("OVS_RUNDIR", node.ovs_rundir());
-    command
-        .arg(format!("--net=/run/netns/{}", node.netns()))
-        .arg("--")
-        .arg(&config.binaries.agent)
-        .arg("--kubeconfig")
-        .arg(paths.kubeconfig)
-        .args(["--node-name", node.name()])
-        .args(CLUSTER_FLAGS)
-        .args(COMMON_FLAGS)
-        .arg("--ovs-address")
-        .arg(node.ovs_remote())
-        .arg("--sb-address")
-        .arg(node.sb_remote())
-        .args(["--ovs-datapath-type", "netdev"])
-        .arg("--cni-server-socket")
-        .arg(paths.socket)
-        .arg("--cni-conf-dir")
-        .arg(paths.conf_dir)
-        .arg("--cni-request-timeout")
-        .arg(config.cni_request_timeout_s.to_string())
-        .args(["--log-filter", &config.log_filter]);
-    command
+    let settings = AgentSettings {
+        kubeconfig: paths.kubeconfig.to_path_buf(),
+        socket: paths.socket.to_path_buf(),
+        conf_dir: paths.conf_dir.to_path_buf(),
+        cni_request_timeout_s: config.cni_request_timeout_s,
+        log_filter: config.log_filter.clone(),
+        kubelet_cgroup_path: None,
+    };
+    components::agent(&config.binaries.agent, &zone(node), &settings)
 }

@@ -10,7 +10,6 @@
 
 mod api;
 mod cni;
-pub mod forward;
 mod launch;
 mod process;
 
@@ -22,9 +21,9 @@ use udn_ovn_lab::{Lab, LabConfig};
 
 pub use api::{client_for, create_namespace, create_pod};
 pub use cni::{CNI_CONF_FILE, CniPod, CniRun, in_netns, run_cni};
-pub use forward::Forwarder;
 pub use launch::CLUSTER_FLAGS;
 pub use process::Process;
+pub use udn_sandbox::forward::Forwarder;
 
 use crate::workspace_binary;
 
@@ -197,7 +196,12 @@ impl Stack {
                 launch::controller(&config, node, &kubeconfig),
                 dir.path().join(format!("controller-{}.log", node.name())),
             ));
-            let forwarder = Forwarder::start(node.netns(), address);
+            let forwarder = Forwarder::start(
+                node.netns(),
+                std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                address,
+            )
+            .expect("the forwarder into the node's netns");
             let node_kubeconfig = dir.path().join(format!("kubeconfig-{}", node.name()));
             api::write_kubeconfig(
                 &node_kubeconfig,

@@ -19,12 +19,17 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
                 .block_on(udn_sandbox::kubelet::run(config))
                 .context("the simulated kubelet")
         }
+        SandboxCommand::Forward(args) => {
+            udn_sandbox::forward::Forwarder::serve_forever(&args.netns, args.listen, args.to)
+                .context("forwarding")
+        }
         SandboxCommand::Endpoints(args) => runtime()?.block_on(async {
             let client = client(&args.kubeconfig).await?;
             udn_sandbox::endpointslice::run(client)
                 .await
                 .context("the EndpointSlice controller")
         }),
+        other => anyhow::bail!("{other:?} is no daemon"),
     }
 }
 
@@ -38,10 +43,5 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// A client of the API server in `kubeconfig`.
 async fn client(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
-    let config = kube::config::Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
-        .await
-        .with_context(|| format!("using {}", kubeconfig.display()))?;
-    kube::Client::try_from(config).context("building the API client")
+    Ok(udn_sandbox::client::client(kubeconfig).await?)
 }
