@@ -1,0 +1,274 @@
+//! One sandbox for a test binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use udn_test_support::workspace_binary;
+
+/// How long a scenario waits for anything to converge.
+pub const WAIT: Duration = Duration::from_secs(120);
+
+/// A running sandbox.
+pub struct Sandbox {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// `udnctl`.
+    pub udnctl: PathBuf,
+    /// Its kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// A client.
+    pub client: kube::Client,
+    /// The runtime the client's futures run on.
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every binary the sandbox runs, built with this test's profile; their directory.
+pub fn build_binaries() -> PathBuf {
+    let mut dir = None;
+    for (package, binary) in [
+        ("udn-kube-sim", "udn-kube-sim"),
+        ("udn-cluster-manager", "udn-cluster-manager"),
+        ("udn-controller", "udn-controller"),
+        ("udn-node", "udn-node"),
+        ("udn-cni", "ovn-k8s-cni-overlay"),
+        ("udnctl", "udnctl"),
+    ] {
+        let path = workspace_binary(package, binary);
+        dir = path.parent().map(Path::to_path_buf);
+    }
+    dir.expect("a binary directory")
+}
+
+impl Sandbox {
+    /// `udnctl sandbox up --nodes <nodes>` in `/tmp/udn-e2e-<name>` (a fixed directory, so
+    /// the leftovers of a killed run are cleaned up by the next `up`).
+    pub fn up(name: &str, nodes: usize) -> Self {
+        let bin_dir = build_binaries();
+        let udnctl = bin_dir.join("udnctl");
+        let dir = std::env::temp_dir().join(format!("udn-e2e-{name}"));
+        let out = Command::new(&udnctl)
+            .args(["sandbox", "up", "--no-install", "--nodes"])
+            .arg(nodes.to_string())
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--bin-dir")
+            .arg(&bin_dir)
+            .output()
+            .expect("running udnctl sandbox up");
+        assert!(
+            out.status.success(),
+            "udnctl sandbox up: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kubeconfig = dir.join("kubeconfig");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let client = runtime.block_on(udn_test_support::stack::client_for(&kubeconfig));
+        Self {
+            dir,
+            udnctl,
+            kubeconfig,
+            client,
+            runtime,
+        }
+    }
+
+    /// `udnctl sandbox <args>` on this sandbox.
+    pub fn udnctl(&self, args: &[&str]) -> Output {
+        let (sub, rest) = args.split_first().expect("a subcommand");
+        Command::new(&self.udnctl)
+            .args(["sandbox", sub, "--dir"])
+            .arg(&self.dir)
+            .args(rest)
+            .output()
+            .expect("running udnctl")
+    }
+
+    /// `kubectl <args>` with the sandbox's kubeconfig; panics when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(args)
+            .output()
+            .expect("running kubectl");
+        assert!(
+            out.status.success(),
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply -f -` of `yaml`.
+    pub fn apply(&self, yaml: &str) {
+        use std::io::Write as _;
+        let mut child = Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(["apply", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("running kubectl apply");
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(yaml.as_bytes())
+            .expect("writing the YAML");
+        let out = child.wait_with_output().expect("kubectl apply");
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}\n{yaml}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Runs `command` in pod `namespace/pod`'s netns (`udnctl sandbox exec`).
+    pub fn exec(&self, namespace: &str, pod: &str, command: &[&str]) -> Output {
+        let mut args = vec!["exec", pod, "-n", namespace, "--"];
+        args.extend_from_slice(command);
+        self.udnctl(&args)
+    }
+
+    /// Whether an HTTP GET of `url` from pod `namespace/pod` answers within `timeout_s`;
+    /// the body when it does.
+    pub fn http_get(
+        &self,
+        namespace: &str,
+        pod: &str,
+        url: &str,
+        timeout_s: u32,
+    ) -> Option<String> {
+        let timeout = timeout_s.to_string();
+        let out = self.exec(
+            namespace,
+            pod,
+            &["curl", "-sS", "--max-time", &timeout, url],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The last lines of every component's log, for failure messages.
+    pub fn logs(&self) -> String {
+        let out = self.udnctl(&["status"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Polls `check` every 200 ms until it gives `Some`, up to [`WAIT`].
+    pub fn eventually<T>(
+        &self,
+        what: &str,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> Result<T, String> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(found) = check() {
+                return Ok(found);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{what}: not so after {WAIT:?}\n{}", self.logs()));
+            }
+            std::thread::park_timeout(Duration::from_millis(200));
+        }
+    }
+
+    /// The sandbox's state file as JSON.
+    pub fn state(&self) -> serde_json::Value {
+        let path = self.dir.join("state.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        serde_json::from_str(&text).expect("the state file is JSON")
+    }
+
+    /// Runs `command` in node `node`'s host network namespace, as a process of the node that
+    /// is not the kubelet (this test's own cgroup).
+    pub fn node_exec(&self, node: &str, command: &[&str]) -> Output {
+        let state = self.state();
+        let netns = state["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|n| n["name"] == node)
+            .and_then(|n| n["netns"].as_str())
+            .unwrap_or_else(|| panic!("no node {node} in the sandbox"))
+            .to_owned();
+        Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{netns}"))
+            .arg("--")
+            .args(command)
+            .output()
+            .expect("running nsenter")
+    }
+
+    /// `udnctl sandbox down`; panics when it fails.
+    pub fn down(&self) {
+        let out = self.udnctl(&["down"]);
+        assert!(
+            out.status.success(),
+            "udnctl sandbox down: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A scenario: a name and its check (an `Err` fails it).
+pub type Scenario = (&'static str, fn(&Sandbox) -> Result<(), String>);
+
+/// Brings a sandbox up as `name` with `nodes` nodes, runs `setup` and then `scenarios` (in
+/// order, one after the other: they share the sandbox), takes it down, and exits with the
+/// harness's verdict. A failed setup fails every scenario with its message.
+pub fn run_suite(
+    name: &str,
+    nodes: usize,
+    setup: fn(&Sandbox) -> Result<(), String>,
+    scenarios: &[Scenario],
+) -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    // Listing the tests must not start anything.
+    if args.list {
+        let trials = scenarios
+            .iter()
+            .map(|(name, _)| libtest_mimic::Trial::test(*name, || Ok(())))
+            .collect();
+        return libtest_mimic::run(&args, trials).exit_code();
+    }
+    let sandbox = std::sync::Arc::new(Sandbox::up(name, nodes));
+    let setup = std::sync::Arc::new(setup(&sandbox));
+    let trials = scenarios
+        .iter()
+        .map(|(name, scenario)| {
+            let sandbox = std::sync::Arc::clone(&sandbox);
+            let setup = std::sync::Arc::clone(&setup);
+            let scenario = *scenario;
+            libtest_mimic::Trial::test(*name, move || {
+                if let Err(error) = setup.as_ref() {
+                    return Err(format!("setup failed: {error}").into());
+                }
+                scenario(&sandbox).map_err(Into::into)
+            })
+        })
+        .collect();
+    let mut args = args;
+    // One sandbox: the scenarios run one at a time.
+    args.test_threads = Some(1);
+    let conclusion = libtest_mimic::run(&args, trials);
+    sandbox.down();
+    conclusion.exit_code()
+}
