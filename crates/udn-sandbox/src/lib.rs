@@ -13,12 +13,14 @@
 //! - [`components`]: udn's components' command lines (shared with the test stack);
 //!   [`forward`]: the nodes' way to the API server.
 
+pub mod apply;
 pub mod binaries;
 pub mod cgroup;
 pub mod client;
 pub mod command;
 pub mod components;
 pub mod daemon;
+pub mod demo;
 pub mod down;
 pub mod endpointslice;
 pub mod error;
@@ -26,6 +28,7 @@ pub mod forward;
 pub mod images;
 pub mod kubelet;
 pub mod layout;
+pub mod matrix;
 pub mod packages;
 pub mod pods;
 pub mod state;

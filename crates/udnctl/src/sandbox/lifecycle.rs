@@ -27,6 +27,7 @@ macro_rules! say {
 pub(crate) fn run(command: &SandboxCommand) -> Option<anyhow::Result<ExitCode>> {
     Some(match command {
         SandboxCommand::Up(args) => up(args),
+        SandboxCommand::Demo(args) => up(args).and_then(|_| demo(args)),
         SandboxCommand::Down(args) => udn_sandbox::down::down(&args.dir)
             .map(|report| {
                 if report.found {
@@ -136,4 +137,30 @@ fn up(args: &UpArgs) -> anyhow::Result<ExitCode> {
         layout.kubeconfig().display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn demo(args: &UpArgs) -> anyhow::Result<ExitCode> {
+    let mut documents = Vec::new();
+    for (origin, text) in [
+        (
+            "docs/examples/blue-green.yaml",
+            udn_sandbox::demo::BLUE_GREEN,
+        ),
+        ("docs/examples/sandbox-pods.yaml", udn_sandbox::demo::PODS),
+    ] {
+        let docs =
+            crate::input::parse_documents(origin, text).map_err(|p| anyhow::anyhow!("{p}"))?;
+        documents.extend(docs.into_iter().map(|d| d.value));
+    }
+    say!(
+        "applying docs/examples/blue-green.yaml and docs/examples/sandbox-pods.yaml; waiting for the pods"
+    );
+    let (matrix, all_good) =
+        udn_sandbox::demo::run(&args.dir.dir, &documents).context("the demo")?;
+    say!("\n{matrix}");
+    Ok(if all_good {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

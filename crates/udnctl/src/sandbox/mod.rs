@@ -20,6 +20,10 @@ pub(crate) enum SandboxCommand {
     /// node udn-controller, udn-node and a simulated kubelet. A no-op when it already runs;
     /// cleans up the leftovers of a crashed one first.
     Up(UpArgs),
+    /// `up`, then the seed guide's blue/green namespaces and networks and a few pods, then the
+    /// connectivity matrix (who reaches whom over which interface, expected vs seen). The
+    /// sandbox stays up for kubectl.
+    Demo(UpArgs),
     /// Stop everything the sandbox started and remove every netns, process, cgroup and file
     /// it made.
     Down(DirArgs),
