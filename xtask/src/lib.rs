@@ -64,6 +64,16 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 100)]
         pods: usize,
     },
+    /// Pod-ready latency in a 2-node sandbox (release binaries): N primary Layer3 UDNs,
+    /// P agnhost pods over them; created to Ready p50/p99/max and UDN to its first Ready pod.
+    Sandbox {
+        /// Primary Layer3 UDNs, one namespace each.
+        #[arg(long, default_value_t = 50)]
+        networks: usize,
+        /// Pods over all networks.
+        #[arg(long, default_value_t = 400)]
+        pods: usize,
+    },
     /// The NB controller (release binary) against udn-kube-sim and a real OVN zone: time to
     /// NB converged, sb_cfg and hv_cfg; per-network SB logical flows, OpenFlow flows and
     /// daemon RSS; NB time vs the same rows written raw; operations of a restarted controller.
@@ -114,6 +124,9 @@ impl Cli {
             Command::Bench {
                 target: BenchTarget::ClusterManager { udns, nodes },
             } => bench::cluster_manager::run_and_record(&root, udns, nodes),
+            Command::Bench {
+                target: BenchTarget::Sandbox { networks, pods },
+            } => bench::sandbox::run_and_record(&root, bench::sandbox::Options { networks, pods }),
             Command::Bench {
                 target: BenchTarget::Cni { pods },
             } => bench::cni::run_and_record(

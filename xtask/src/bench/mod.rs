@@ -25,6 +25,7 @@ pub mod nb_topology;
 pub mod process;
 mod report;
 mod rss;
+pub mod sandbox;
 pub mod sim_server;
 
 pub use report::record;
