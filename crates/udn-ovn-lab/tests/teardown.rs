@@ -173,3 +173,32 @@ fn a_killed_test_process_is_cleaned_up_by_the_next_lab() {
     }
     .assert_gone();
 }
+
+#[test]
+fn a_detached_lab_outlives_its_value_until_torn_down() {
+    let base = tempfile::tempdir().unwrap();
+    let lab = Lab::start(one_node().run_base(base.path().to_owned())).unwrap();
+    let footprint = Footprint::of(&lab);
+    assert!(
+        lab.run_dir().starts_with(base.path()),
+        "{}",
+        lab.run_dir().display()
+    );
+    let run_dir = lab.detach();
+    // Nothing stopped when the value went: the daemons run, the netns exist.
+    assert!(footprint.pids.iter().all(|pid| process_alive(*pid)));
+    assert!(!netns_with_prefix(&format!("{}-", footprint.prefix)).is_empty());
+    assert_eq!(udn_ovn_lab::tear_down(&run_dir).unwrap(), footprint.prefix);
+    footprint.assert_gone();
+}
+
+#[test]
+fn tear_down_refuses_a_directory_that_is_no_lab() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = udn_ovn_lab::tear_down(dir.path()).unwrap_err();
+    assert!(
+        error.to_string().contains("no lab run directory"),
+        "{error}"
+    );
+    assert!(dir.path().exists());
+}
