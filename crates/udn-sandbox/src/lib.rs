@@ -8,8 +8,6 @@
 //!   from its own cgroup, and reports Pod status.
 //! - [`images`]: the built-in test images the simulated kubelet runs without a container
 //!   engine (e.g. agnhost's `netexec`).
-//! - [`endpointslice`]: kube-controller-manager's EndpointSlice controller, as the sandbox
-//!   plays it for Services with selectors.
 //! - [`components`]: udn's components' command lines (shared with the test stack);
 //!   [`forward`]: the nodes' way to the API server.
 
@@ -22,7 +20,6 @@ pub mod components;
 pub mod daemon;
 pub mod demo;
 pub mod down;
-pub mod endpointslice;
 pub mod error;
 pub mod forward;
 pub mod images;

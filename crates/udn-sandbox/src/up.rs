@@ -1,6 +1,6 @@
 //! `udnctl sandbox up`: prerequisites, then the OVN lab, the API server with udn's CRDs,
 //! per node the forwarder to the API server and the simulated kubelet (which registers the
-//! Node), then the cluster-manager, the EndpointSlice controller, and per node
+//! Node), then the cluster-manager, and per node
 //! `udn-controller` and `udn-node`; returns once every node's agent wrote its CNI config and
 //! every Node is Ready. The state file is written after every step, so a failure half-way
 //! leaves what `down` needs.
@@ -174,11 +174,6 @@ impl Bringup<'_> {
         let binaries = &self.options.binaries;
         let manager = components::cluster_manager(&binaries.cluster_manager, &kubeconfig);
         self.spawn("udn-cluster-manager", manager)?;
-        let mut endpoints = Command::new(&binaries.udnctl);
-        endpoints
-            .args(["sandbox", "endpoints", "--kubeconfig"])
-            .arg(&kubeconfig);
-        self.spawn("endpointslice-controller", endpoints)?;
         for index in 0..self.state.nodes.len() {
             self.start_node_components(index)?;
         }

@@ -1,9 +1,34 @@
-//! The simulated kubelet (placeholder of the sandbox branch: filled in by its own work).
+//! The simulated kubelet: what kubelet does toward the API server, CNI plugins and the
+//! node's processes, for one node of the sandbox.
+//!
+//! - Registers its Node (Ready, addresses, capacity) and keeps it Ready.
+//! - For every Pod bound to the node: a sandbox (a network namespace), the cluster default
+//!   network through the CNI config in the conf dir and the networks of
+//!   `k8s.v1.cni.cncf.io/networks` as Multus delegates them ([`cni`]), then
+//!   `k8s.v1.cni.cncf.io/network-status`; each container in the netns and a cgroup of its own
+//!   ([`container`]); readiness and liveness probes from the kubelet's own cgroup
+//!   ([`probe`]); the Pod's status.
+//! - When a Pod goes (or is being deleted), its containers are stopped, CNI DEL runs, the
+//!   netns and cgroups go, and a terminating Pod is deleted for good.
+//! - What it set up is recorded under its state dir, so a restarted kubelet adopts its pods
+//!   and cleans up those deleted meanwhile.
 
+pub mod cni;
+pub mod container;
+mod pod;
+pub mod probe;
+mod register;
+
+use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
+
+use self::pod::PodRecord;
 
 /// What one simulated kubelet runs with (written as JSON by `udnctl sandbox up`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,28 +55,130 @@ pub struct KubeletConfig {
     pub image_command: Vec<String>,
 }
 
-/// Why the kubelet stopped.
+/// Why the kubelet (or one pod's step) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeletError {
-    /// Not built yet on this branch.
-    #[error("the simulated kubelet is not built on this branch")]
-    NotBuilt,
+    /// The API server refused or failed a request.
+    #[error("{what}: {source}")]
+    Api {
+        /// The request.
+        what: String,
+        /// The answer.
+        source: kube::Error,
+    },
+    /// A CNI step failed.
+    #[error("CNI: {0}")]
+    Cni(String),
+    /// A container could not be run.
+    #[error("container: {0}")]
+    Container(String),
+    /// The node's host side (cgroups, netns, files).
+    #[error("{0}")]
+    Host(String),
 }
 
-/// Runs the kubelet until SIGTERM or SIGINT.
+/// How often pods are looked at (and probes are due at the earliest).
+const TICK: Duration = Duration::from_millis(250);
+
+/// Runs the kubelet until SIGTERM or SIGINT. Pods keep running when it stops, as they do
+/// when kubelet stops.
 pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
-    let _ = config;
-    Err(KubeletError::NotBuilt)
+    join_own_cgroup(&config.cgroup_root)?;
+    let client = crate::client::client(&config.kubeconfig)
+        .await
+        .map_err(|e| KubeletError::Host(e.to_string()))?;
+    register::register(&client, &config).await?;
+    let mut pods: BTreeMap<String, PodRecord> = pod::load_records(&config.state_dir);
+    tracing::info!(node = %config.node_name, adopted = pods.len(), "kubelet running");
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| KubeletError::Host(format!("SIGTERM handler: {e}")))?;
+    let api: Api<Pod> = Api::all(client.clone());
+    let mut heartbeat = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            () = tokio::time::sleep(TICK) => {}
+        }
+        let selector = format!("spec.nodeName={}", config.node_name);
+        let listed = match api.list(&ListParams::default().fields(&selector)).await {
+            Ok(list) => list.items,
+            Err(error) => {
+                tracing::warn!(%error, "cannot list the node's pods");
+                continue;
+            }
+        };
+        let current: BTreeMap<String, Pod> =
+            listed.into_iter().map(|p| (pod::key(&p), p)).collect();
+        // Gone or terminating: torn down.
+        let leaving: Vec<String> = pods
+            .keys()
+            .filter(|k| {
+                current
+                    .get(*k)
+                    .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+            })
+            .cloned()
+            .collect();
+        for key in leaving {
+            if let Some(record) = pods.remove(&key) {
+                pod::tear_down(&config, &record);
+                if let Some(p) = current.get(&key) {
+                    pod::delete_for_good(&client, p).await;
+                }
+            }
+        }
+        for (key, p) in &current {
+            if p.metadata.deletion_timestamp.is_some() {
+                // Terminating and never set up here: nothing to stop.
+                if !pods.contains_key(key) {
+                    pod::delete_for_good(&client, p).await;
+                }
+                continue;
+            }
+            if let Some(record) = pods.get_mut(key) {
+                if record.uid == p.metadata.uid.clone().unwrap_or_default() {
+                    pod::tick(&client, &config, p, record).await;
+                    continue;
+                }
+                // Same name, new pod: the old sandbox goes first.
+                if let Some(old) = pods.remove(key) {
+                    pod::tear_down(&config, &old);
+                }
+            }
+            match pod::set_up(&client, &config, p).await {
+                Ok(Some(record)) => {
+                    pods.insert(key.clone(), record);
+                }
+                Ok(None) => {}
+                Err(error) => pod::report_failure(&client, &config, p, &error).await,
+            }
+        }
+        if heartbeat.elapsed() > Duration::from_secs(10) {
+            heartbeat = tokio::time::Instant::now();
+            register::renew_lease(&client, &config).await;
+        }
+    }
+    tracing::info!(node = %config.node_name, "kubelet stopping; pods keep running");
+    Ok(())
+}
+
+/// Moves this process into `<cgroup_root>/kubelet.slice/kubelet.service` before any socket
+/// is opened: the node agent's host isolation lets that cgroup's sockets (the probes) in.
+fn join_own_cgroup(root: &Path) -> Result<(), KubeletError> {
+    let dir = crate::cgroup::kubelet_cgroup(root);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| KubeletError::Host(format!("creating {}: {e}", dir.display())))?;
+    let procs = dir.join("cgroup.procs");
+    std::fs::write(&procs, std::process::id().to_string())
+        .map_err(|e| KubeletError::Host(format!("joining {}: {e}", procs.display())))
 }
 
 /// The network namespace name of the sandbox the kubelet with `state_dir` made for pod
 /// `namespace/name` (uid `uid`), if it has one.
-pub fn sandbox_netns(
-    state_dir: &std::path::Path,
-    namespace: &str,
-    name: &str,
-    uid: &str,
-) -> Option<String> {
-    let _ = (state_dir, namespace, name, uid);
-    None
+pub fn sandbox_netns(state_dir: &Path, namespace: &str, name: &str, uid: &str) -> Option<String> {
+    pod::load_records(state_dir)
+        .into_values()
+        .find(|r| r.namespace == namespace && r.name == name && r.uid == uid)
+        .map(|r| r.netns)
 }

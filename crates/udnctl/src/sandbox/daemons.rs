@@ -23,12 +23,6 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
             udn_sandbox::forward::Forwarder::serve_forever(&args.netns, args.listen, args.to)
                 .context("forwarding")
         }
-        SandboxCommand::Endpoints(args) => runtime()?.block_on(async {
-            let client = client(&args.kubeconfig).await?;
-            udn_sandbox::endpointslice::run(client)
-                .await
-                .context("the EndpointSlice controller")
-        }),
         other => anyhow::bail!("{other:?} is no daemon"),
     }
 }
@@ -39,9 +33,4 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("starting the async runtime")
-}
-
-/// A client of the API server in `kubeconfig`.
-async fn client(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
-    Ok(udn_sandbox::client::client(kubeconfig).await?)
 }

@@ -91,10 +91,9 @@ pub(crate) fn run(command: &SandboxCommand) -> Option<anyhow::Result<ExitCode>> 
                 cmd.status().context("running the command in the pod")
             })
             .map(exit_code),
-        SandboxCommand::Kubelet(_)
-        | SandboxCommand::Image(_)
-        | SandboxCommand::Endpoints(_)
-        | SandboxCommand::Forward(_) => return None,
+        SandboxCommand::Kubelet(_) | SandboxCommand::Image(_) | SandboxCommand::Forward(_) => {
+            return None;
+        }
     })
 }
 

@@ -44,10 +44,6 @@ pub(crate) enum SandboxCommand {
     /// simulated kubelet).
     #[command(hide = true)]
     Image(ImageArgs),
-    /// The EndpointSlice controller the sandbox plays for kube-controller-manager
-    /// (started by `up`).
-    #[command(hide = true)]
-    Endpoints(EndpointsArgs),
     /// A node's way to the API server (started by `up`).
     #[command(hide = true)]
     Forward(ForwardArgs),
@@ -130,14 +126,6 @@ pub(crate) struct ImageArgs {
     /// The image, then its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub(crate) args: Vec<String>,
-}
-
-/// `udnctl sandbox endpoints`.
-#[derive(Debug, Args)]
-pub(crate) struct EndpointsArgs {
-    /// The API server.
-    #[arg(long)]
-    pub(crate) kubeconfig: PathBuf,
 }
 
 /// `udnctl sandbox forward`.
