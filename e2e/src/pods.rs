@@ -26,7 +26,7 @@ impl PodSpec<'_> {
             format!("  annotations:\n    k8s.v1.cni.cncf.io/networks: '{n}'\n")
         });
         format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    app: {name}\n{annotations}spec:\n  nodeName: {node}\n  containers:\n  - name: agnhost\n    image: registry.k8s.io/e2e-test-images/agnhost:2.53\n    args: [\"netexec\", \"--http-port=8080\", \"--udp-port=8081\"]\n    ports:\n    - containerPort: 8080\n    readinessProbe:\n      httpGet:\n        path: /healthz\n        port: 8080\n      periodSeconds: 1\n",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    app: {name}\n{annotations}spec:\n  nodeName: {node}\n  containers:\n  - name: agnhost\n    image: registry.k8s.io/e2e-test-images/agnhost:2.53\n    args: [\"netexec\", \"--http-port=8080\", \"--udp-port=8081\"]\n    ports:\n    - containerPort: 8080\n    readinessProbe:\n      httpGet:\n        path: /healthz\n        port: 8080\n      periodSeconds: 1\n      timeoutSeconds: 5\n      failureThreshold: 10\n",
             name = self.name,
             namespace = self.namespace,
             node = self.node,
