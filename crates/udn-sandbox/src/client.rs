@@ -4,6 +4,19 @@ use std::path::Path;
 
 use crate::error::SandboxError;
 
+/// The runtime the sandbox's synchronous entry points (`up`, `demo`, `exec`, the matrix)
+/// run their API calls on: multi-threaded, as the bring-up's waits block in places.
+pub fn runtime() -> Result<tokio::runtime::Runtime, SandboxError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| SandboxError::Spawn {
+            program: "the async runtime".to_owned(),
+            source,
+        })
+}
+
 /// A client of the API server in `kubeconfig`.
 pub async fn client(kubeconfig: &Path) -> Result<kube::Client, SandboxError> {
     let state = |reason: String| SandboxError::State {

@@ -24,13 +24,7 @@ const PODS_READY: Duration = Duration::from_secs(180);
 pub fn run(dir: &std::path::Path, documents: &[Value]) -> Result<(String, bool), SandboxError> {
     let layout = Layout::new(dir);
     let state = crate::tools::load(dir)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| SandboxError::Spawn {
-            program: "the async runtime".to_owned(),
-            source,
-        })?;
+    let runtime = crate::client::runtime()?;
     runtime.block_on(async {
         let client = crate::client::client(&layout.kubeconfig()).await?;
         crate::apply::apply(&client, documents).await?;

@@ -119,13 +119,7 @@ pub fn run(
     layout: &Layout,
     checks: &[Check],
 ) -> Result<Vec<Row>, SandboxError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| SandboxError::Spawn {
-            program: "the async runtime".to_owned(),
-            source,
-        })?;
+    let runtime = crate::client::runtime()?;
     let client = runtime.block_on(crate::client::client(&layout.kubeconfig()))?;
     let mut rows = Vec::new();
     for check in checks {

@@ -16,13 +16,7 @@ pub fn pod_netns(
     namespace: &str,
     name: &str,
 ) -> Result<String, SandboxError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| SandboxError::Spawn {
-            program: "the async runtime".to_owned(),
-            source,
-        })?;
+    let runtime = crate::client::runtime()?;
     let pod = runtime.block_on(async {
         let client = crate::client::client(&layout.kubeconfig()).await?;
         Api::<Pod>::namespaced(client, namespace)

@@ -82,14 +82,7 @@ pub fn up(options: &UpOptions) -> Result<UpOutcome, SandboxError> {
         // A directory without state: a `down` interrupted after removing the state.
         crate::down::down(&options.dir)?;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|source| SandboxError::Spawn {
-            program: "the async runtime".to_owned(),
-            source,
-        })?;
+    let runtime = crate::client::runtime()?;
     let mut bringup = Bringup {
         options,
         layout,
