@@ -13,7 +13,9 @@
 
 pub mod leftovers;
 mod pods;
+mod reach;
 mod sandbox;
 
-pub use pods::{PodSpec, network_status_ips};
+pub use pods::{PodSpec, network_status_ips, pod_ready, restarts};
+pub use reach::{HTTP_PORT, PodRef, UDP_PORT, all, hostname_url, url};
 pub use sandbox::{Sandbox, Scenario, WAIT, build_binaries, run_suite};

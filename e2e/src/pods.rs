@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use crate::Sandbox;
 
-/// A test pod: agnhost `netexec` (HTTP on 8080 answering `/hostname` with the pod name).
-#[derive(Debug, Clone)]
+/// A test pod: agnhost `netexec` (HTTP on 8080 answering `/hostname` with the pod name,
+/// UDP on 8081 answering `hostname`) with an httpGet readiness probe.
+#[derive(Debug, Clone, Default)]
 pub struct PodSpec<'a> {
     /// Namespace.
     pub namespace: &'a str,
@@ -17,20 +18,52 @@ pub struct PodSpec<'a> {
     pub node: &'a str,
     /// `k8s.v1.cni.cncf.io/networks`, if any.
     pub networks: Option<&'a str>,
+    /// More annotations.
+    pub annotations: &'a [(&'a str, &'a str)],
+    /// Whether it also has an httpGet liveness probe (on the same port as readiness).
+    pub liveness: bool,
 }
 
 impl PodSpec<'_> {
-    /// The manifest.
+    /// The manifest (JSON, which `kubectl apply` takes as YAML).
     pub fn yaml(&self) -> String {
-        let annotations = self.networks.map_or_else(String::new, |n| {
-            format!("  annotations:\n    k8s.v1.cni.cncf.io/networks: '{n}'\n")
+        let mut annotations = serde_json::Map::new();
+        if let Some(networks) = self.networks {
+            annotations.insert("k8s.v1.cni.cncf.io/networks".into(), networks.into());
+        }
+        for (key, value) in self.annotations {
+            annotations.insert((*key).into(), (*value).into());
+        }
+        // Tolerant of a loaded machine: a probe answer may take seconds when the two cores
+        // are busy building, and a flapping Ready is not what the scenarios check.
+        let probe = serde_json::json!({
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "periodSeconds": 1,
+            "timeoutSeconds": 5,
+            "failureThreshold": 10,
         });
-        format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  labels:\n    app: {name}\n{annotations}spec:\n  nodeName: {node}\n  containers:\n  - name: agnhost\n    image: registry.k8s.io/e2e-test-images/agnhost:2.53\n    args: [\"netexec\", \"--http-port=8080\", \"--udp-port=8081\"]\n    ports:\n    - containerPort: 8080\n    readinessProbe:\n      httpGet:\n        path: /healthz\n        port: 8080\n      periodSeconds: 1\n      timeoutSeconds: 5\n      failureThreshold: 10\n",
-            name = self.name,
-            namespace = self.namespace,
-            node = self.node,
-        )
+        let mut container = serde_json::json!({
+            "name": "agnhost",
+            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+            "args": ["netexec", "--http-port=8080", "--udp-port=8081"],
+            "ports": [{"containerPort": 8080}, {"containerPort": 8081, "protocol": "UDP"}],
+            "readinessProbe": probe,
+        });
+        if self.liveness {
+            container["livenessProbe"] = probe;
+        }
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": {"app": self.name},
+                "annotations": annotations,
+            },
+            "spec": {"nodeName": self.node, "containers": [container]},
+        })
+        .to_string()
     }
 }
 
@@ -94,9 +127,53 @@ pub fn network_status_ips(status: &Value, interface: &str) -> Vec<String> {
 }
 
 /// Whether the pod's Ready condition is True.
-fn pod_ready(pod: &Pod) -> bool {
+pub fn pod_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The sum of the pod's container restarts.
+pub fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map_or(0, |c| c.iter().map(|c| c.restart_count).sum())
+}
+
+impl Sandbox {
+    /// The (reason, message) of the Warning Events about `kind` `namespace/name`.
+    pub fn warnings(&self, namespace: &str, kind: &str, name: &str) -> Vec<(String, String)> {
+        let api: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.client.clone(), namespace);
+        let selector =
+            format!("involvedObject.kind={kind},involvedObject.name={name},type=Warning");
+        let params = kube::api::ListParams::default().fields(&selector);
+        self.runtime
+            .block_on(api.list(&params))
+            .map(|list| {
+                list.items
+                    .into_iter()
+                    .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `kubectl delete <what> --wait=false` in `namespace` (an error when kubectl fails).
+    pub fn delete(&self, namespace: &str, what: &[&str]) -> Result<(), String> {
+        let mut args = vec!["delete", "-n", namespace, "--wait=false"];
+        args.extend_from_slice(what);
+        let out = self.kubectl_output(&args);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "kubectl {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
 }

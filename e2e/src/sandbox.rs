@@ -97,13 +97,18 @@ impl Sandbox {
             .expect("running udnctl")
     }
 
-    /// `kubectl <args>` with the sandbox's kubeconfig; panics when it fails.
-    pub fn kubectl(&self, args: &[&str]) -> String {
-        let out = Command::new("kubectl")
+    /// `kubectl <args>` with the sandbox's kubeconfig, as it ended.
+    pub fn kubectl_output(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
             .env("KUBECONFIG", &self.kubeconfig)
             .args(args)
             .output()
-            .expect("running kubectl");
+            .expect("running kubectl")
+    }
+
+    /// `kubectl <args>` with the sandbox's kubeconfig; panics when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = self.kubectl_output(args);
         assert!(
             out.status.success(),
             "kubectl {}: {}",
@@ -215,6 +220,76 @@ impl Sandbox {
             .args(command)
             .output()
             .expect("running nsenter")
+    }
+
+    /// Runs `command` in the lab's external host (a netns on the underlay, outside the
+    /// cluster).
+    pub fn external_command(&self, command: &[&str]) -> Command {
+        let prefix = self.state()["prefix"]
+            .as_str()
+            .expect("the state names its prefix")
+            .to_owned();
+        let mut nsenter = Command::new("nsenter");
+        nsenter
+            .arg(format!("--net=/run/netns/{prefix}-ext"))
+            .arg("--")
+            .args(command);
+        nsenter
+    }
+
+    /// Stops component `name` (as `status` names it) without starting it again: a crash.
+    pub fn kill_component(&self, name: &str) -> Result<(), String> {
+        let state = self.state();
+        let daemon = state["daemons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["name"] == name)
+            .ok_or_else(|| format!("no component {name} in the sandbox"))?;
+        let pid = daemon["pid"].as_u64().unwrap_or(0);
+        let start = daemon["startTime"].as_u64().unwrap_or(0);
+        let out = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .output()
+            .expect("running kill");
+        if !out.status.success() {
+            return Err(format!(
+                "kill {pid} ({name}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        self.eventually(&format!("{name} (pid {pid}) gone"), || {
+            (!crate::leftovers::process_running(pid, start)).then_some(())
+        })
+    }
+
+    /// `udnctl sandbox restart <name>`.
+    pub fn restart_component(&self, name: &str) -> Result<(), String> {
+        let out = self.udnctl(&["restart", name]);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "udnctl sandbox restart {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    /// `udnctl sandbox nbctl <node> -- <args>`: its output, or the error.
+    pub fn nbctl(&self, node: &str, args: &[&str]) -> Result<String, String> {
+        let mut all = vec!["nbctl", node, "--"];
+        all.extend_from_slice(args);
+        let out = self.udnctl(&all);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "ovn-nbctl {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
     }
 
     /// `udnctl sandbox down`; panics when it fails.

@@ -23,6 +23,7 @@ pub(crate) fn package_of(program: &str) -> &'static str {
         "nc" => "netcat-openbsd",
         "tcpdump" => "tcpdump",
         "nsenter" => "util-linux",
+        "nft" => "nftables",
         _ => "unknown",
     }
 }

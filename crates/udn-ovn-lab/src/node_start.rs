@@ -149,6 +149,27 @@ fn plug_underlay(step: &str, plan: &NodePlan) -> Result<(), LabError> {
     ip(&plan.netns)
         .args(["link", "set", UPLINK, "up"])
         .run(step)?;
+    hide_uplink_from_host_stack(step, &plan.netns)
+}
+
+/// The nft table that keeps the uplink's frames from the node's own IP stack.
+pub(crate) const UPLINK_TABLE: &str = "udn-lab-uplink";
+
+/// On a real node the OVS kernel datapath takes the NIC's frames away from the host's IP
+/// stack. The userspace datapath reads them through AF_PACKET, which leaves them to the stack
+/// as well, and the node IP is local (on `breth0`): the stack would answer an external
+/// host's SYN-ACK to a pod's connection (SNATed to the node IP by its gateway router) with a
+/// RST before OVS delivers it. A netdev ingress hook runs after the AF_PACKET taps, so a drop
+/// there hides the uplink from the stack and not from OVS.
+fn hide_uplink_from_host_stack(step: &str, netns: &str) -> Result<(), LabError> {
+    let ruleset = format!(
+        "table netdev {UPLINK_TABLE} {{\n  chain ingress {{\n    type filter hook ingress device {UPLINK} priority 0; policy drop;\n  }}\n}}\n"
+    );
+    Cmd::new("nft")
+        .netns(netns)
+        .args(["-f", "-"])
+        .stdin(ruleset.into_bytes())
+        .run(step)?;
     Ok(())
 }
 

@@ -25,6 +25,61 @@ pub struct DaemonRecord {
     pub log: PathBuf,
     /// Whether `up` started it (OVN daemons are the lab's: `down` stops them with the lab).
     pub ours: bool,
+    /// How it was started, so `restart` can start it again (`None` for the lab's daemons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandLine>,
+}
+
+/// A command line as it was spawned: program, arguments, the environment it set, and the
+/// working directory it set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandLine {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The variables it set on top of the inherited environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    /// Its working directory, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+}
+
+impl CommandLine {
+    /// What `command` will run (variables it removes are not recorded: none of the
+    /// sandbox's commands removes any).
+    pub fn of(command: &Command) -> Self {
+        Self {
+            program: PathBuf::from(command.get_program()),
+            args: command
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            env: command
+                .get_envs()
+                .filter_map(|(key, value)| {
+                    Some((
+                        key.to_string_lossy().into_owned(),
+                        value?.to_string_lossy().into_owned(),
+                    ))
+                })
+                .collect(),
+            dir: command.get_current_dir().map(Path::to_path_buf),
+        }
+    }
+
+    /// A [`Command`] that runs it again.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &self.dir {
+            command.current_dir(dir);
+        }
+        command
+    }
 }
 
 /// Whether a recorded process runs, and if not, why.
@@ -45,6 +100,7 @@ impl DaemonRecord {
             start_time: start_time(pid).unwrap_or(0),
             log,
             ours,
+            command: None,
         }
     }
 
@@ -126,11 +182,14 @@ pub fn spawn(name: &str, mut command: Command, log: &Path) -> Result<DaemonRecor
         .stderr(err)
         // Its own process group: a Ctrl-C in the terminal that ran `up` does not reach it.
         .process_group(0);
-    let program = command.get_program().to_string_lossy().into_owned();
+    let line = CommandLine::of(&command);
+    let program = line.program.to_string_lossy().into_owned();
     let child = command
         .spawn()
         .map_err(|source| SandboxError::Spawn { program, source })?;
-    Ok(DaemonRecord::of(name, child.id(), log.to_path_buf(), true))
+    let mut record = DaemonRecord::of(name, child.id(), log.to_path_buf(), true);
+    record.command = Some(line);
+    Ok(record)
 }
 
 /// Start time of `pid` (clock ticks since boot).
@@ -162,5 +221,22 @@ mod tests {
         }
         record.stop(Duration::from_secs(5));
         assert!(matches!(record.liveness(), Liveness::Gone(_)));
+    }
+
+    #[test]
+    fn a_recorded_command_line_runs_the_same_command_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "echo \"$GREETING from $(pwd)\""])
+            .env("GREETING", "hello")
+            .current_dir(dir.path());
+        let line = CommandLine::of(&command);
+        let json = serde_json::to_string(&line).expect("serializes");
+        let back: CommandLine = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, line);
+        let out = back.command().output().expect("runs");
+        let expected = format!("hello from {}\n", dir.path().display());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
     }
 }

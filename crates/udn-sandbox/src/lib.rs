@@ -1,6 +1,6 @@
 //! The udn sandbox: everything a cluster runs, on one machine (`udnctl sandbox ...`).
 //!
-//! - [`up`], [`down`], [`status`], [`tools`]: the sandbox's life cycle and tools. Its
+//! - [`up`], [`down`], [`status`], [`restart`], [`tools`]: the sandbox's life cycle and tools. Its
 //!   directory ([`layout`]) holds the [`state`] file naming every process it started.
 //! - [`kubelet`]: the simulated kubelet (one per node): registers its Node, schedules and
 //!   runs pods in network namespaces and cgroups, executes CNI plugins as kubelet's CRI
@@ -28,6 +28,7 @@ pub mod layout;
 pub mod matrix;
 pub mod packages;
 pub mod pods;
+pub mod restart;
 pub mod state;
 pub mod status;
 pub mod tools;

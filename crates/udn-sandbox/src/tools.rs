@@ -44,12 +44,17 @@ pub fn ctl_command(
 
 /// The log file of `component` (its name as `status` shows it, spaces or dashes).
 pub fn log_path(state: &SandboxState, component: &str) -> Result<std::path::PathBuf, SandboxError> {
+    daemon_index(state, component).map(|index| state.daemons[index].log.clone())
+}
+
+/// Where `component` (its name as `status` shows it, spaces or dashes) is in the state's
+/// daemons.
+pub fn daemon_index(state: &SandboxState, component: &str) -> Result<usize, SandboxError> {
     let wanted = component.replace('-', " ");
     state
         .daemons
         .iter()
-        .find(|d| d.name == component || d.name.replace('-', " ") == wanted)
-        .map(|d| d.log.clone())
+        .position(|d| d.name == component || d.name.replace('-', " ") == wanted)
         .ok_or_else(|| SandboxError::NotFound {
             kind: "component",
             name: component.to_owned(),

@@ -11,6 +11,7 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
             udn_sandbox::images::run(&args.args).context("running the image")
         }
         SandboxCommand::Kubelet(args) => {
+            init_logging();
             let text = std::fs::read_to_string(&args.config)
                 .with_context(|| format!("reading {}", args.config.display()))?;
             let config: udn_sandbox::kubelet::KubeletConfig = serde_json::from_str(&text)
@@ -20,11 +21,25 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
                 .context("the simulated kubelet")
         }
         SandboxCommand::Forward(args) => {
+            init_logging();
             udn_sandbox::forward::Forwarder::serve_forever(&args.netns, args.listen, args.to)
                 .context("forwarding")
         }
         other => anyhow::bail!("{other:?} is no daemon"),
     }
+}
+
+/// The daemons log to stderr (their log file, see `udnctl sandbox logs`), filtered by
+/// `RUST_LOG` when set, else at debug for udn's own modules.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("udn=debug,info"));
+    // A second subscriber cannot be set; the first one stays, which is what we want.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -66,6 +66,14 @@ pub(crate) fn run(command: &SandboxCommand) -> Option<anyhow::Result<ExitCode>> 
                 .and_then(|mut cmd| cmd.status().context("running the OVN tool"))
                 .map(exit_code)
         }
+        SandboxCommand::Restart(args) => {
+            udn_sandbox::restart::restart(&args.dir.dir, &args.component)
+                .map(|record| {
+                    say!("{} restarted (pid {})", record.name, record.pid);
+                    ExitCode::SUCCESS
+                })
+                .context("restarting the component")
+        }
         SandboxCommand::Logs(args) => tools::load(&args.dir.dir)
             .and_then(|state| tools::log_path(&state, &args.component))
             .map_err(anyhow::Error::from)

@@ -37,6 +37,10 @@ pub(crate) enum SandboxCommand {
     Sbctl(CtlArgs),
     /// Print a component's log (names as `status` shows them).
     Logs(LogsArgs),
+    /// Stop one of the sandbox's components and start it again with the same command line
+    /// (names as `status` shows them, e.g. `udn-node node1`): what a node's service manager
+    /// does on a crash or an upgrade. Running pods keep their network.
+    Restart(LogsArgs),
     /// The simulated kubelet of one node (started by `up`).
     #[command(hide = true)]
     Kubelet(KubeletArgs),
