@@ -240,7 +240,7 @@ fn kubectl_applies_lists_shows_deletes_watches_and_validates() {
     assert_eq!(rejected.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&rejected.stderr);
     assert!(
-        stderr.contains(r#"The UserDefinedNetwork "overlapping" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#),
+        stderr.contains(r#"The UserDefinedNetwork "overlapping" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#),
         "{stderr}"
     );
 
