@@ -211,6 +211,30 @@ fn kubectl_applies_lists_shows_deletes_watches_and_validates() {
         36,
         "the server's uid, read from protobuf: {service}"
     );
+    let configmap = server.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=mode=fast",
+        "--from-literal=empty=",
+        "-n",
+        "purple",
+    ]);
+    assert_eq!(configmap.trim(), "configmap/settings created");
+    let configmaps = server.ok(&["get", "cm", "-n", "purple"]);
+    let rows: Vec<&str> = configmaps.lines().collect();
+    assert_eq!(words(rows[0]), ["NAME", "DATA", "AGE"], "{configmaps}");
+    assert_eq!(words(rows[1])[..2], ["settings", "2"], "{configmaps}");
+    let data = server.ok(&[
+        "get",
+        "cm",
+        "settings",
+        "-n",
+        "purple",
+        "-o",
+        "jsonpath={.data}",
+    ]);
+    assert_eq!(data, r#"{"empty":"","mode":"fast"}"#);
     // Applying again is a no-op.
     let again = server.ok(&["apply", "-f", &fixture("blue-green.yaml")]);
     assert!(
