@@ -5,6 +5,8 @@
 pub mod bench;
 pub mod codegen;
 pub mod codegen_ovsdb;
+pub mod codegen_protobuf;
+pub mod go_types;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +28,16 @@ pub enum Command {
         /// Do not write; fail if any generated file is missing or stale.
         #[arg(long)]
         check: bool,
+    },
+    /// Write udn-kube-sim's protobuf field tables from the Go API types of a Kubernetes
+    /// release (checkouts of k8s.io/api, apimachinery and apiextensions-apiserver).
+    ProtobufTables {
+        /// Directory holding `api/`, `apimachinery/` and `apiextensions-apiserver/`.
+        #[arg(long)]
+        src: std::path::PathBuf,
+        /// The release the checkouts are of (`v1.35.7`), named in the generated file.
+        #[arg(long)]
+        version: String,
     },
     /// Run a benchmark; prints its figures and records them in docs/benchmarks.md.
     Bench {
@@ -116,6 +128,9 @@ impl Cli {
         match self.command {
             Command::Codegen { check: true } => codegen::check(&root),
             Command::Codegen { check: false } => codegen::write(&root),
+            Command::ProtobufTables { src, version } => {
+                codegen_protobuf::write(&root, &src, &version)
+            }
             // Figures from a debug build would be meaningless: re-run optimised.
             Command::Bench { .. } if cfg!(debug_assertions) => bench::rerun_release(&root),
             Command::Bench {

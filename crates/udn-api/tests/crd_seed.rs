@@ -100,7 +100,7 @@ fn appending_a_subnet_is_an_allowed_update() {
     };
     assert_eq!(
         errors.to_string(),
-        "[spec.layer3: Invalid value: \"object\": Removing existing subnets is not allowed, \
-         spec.layer3: Invalid value: \"object\": hostSubnet is immutable]"
+        "[spec.layer3: Invalid value: Removing existing subnets is not allowed, \
+         spec.layer3: Invalid value: hostSubnet is immutable]"
     );
 }

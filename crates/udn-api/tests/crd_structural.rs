@@ -230,6 +230,6 @@ fn the_422_message_names_the_object() {
     };
     assert_eq!(
         Crd::Udn.validator().invalid_message("net", &errors),
-        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#
+        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#
     );
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 pub struct StatusCause {
     /// `FieldValueInvalid`, `FieldValueRequired`, ...
     pub reason: String,
-    /// The cause text (e.g. `Invalid value: "object": Subnets must not overlap ...`).
+    /// The cause text (e.g. `Invalid value: Subnets must not overlap ...`).
     pub message: String,
     /// The field path (`spec.layer3`).
     pub field: String,

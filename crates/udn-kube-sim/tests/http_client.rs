@@ -507,7 +507,7 @@ async fn invalid_of(t: &Transport) {
     );
     assert_eq!(
         status.message,
-        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#
+        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#
     );
     let details = status.details.clone().unwrap();
     assert_eq!(details.name, "net");
@@ -522,7 +522,7 @@ async fn invalid_of(t: &Transport) {
         causes,
         [(
             "FieldValueInvalid",
-            r#"Invalid value: "object": Subnets must not overlap or contain each other"#,
+            r#"Invalid value: Subnets must not overlap or contain each other"#,
             "spec.layer3"
         )]
     );

@@ -167,7 +167,7 @@ async fn unknown_paths_methods_and_media_types_get_status_errors() {
         &sim,
         Method::GET,
         "/api/v1/namespaces",
-        &[("accept", "application/vnd.kubernetes.protobuf")],
+        &[("accept", "application/cbor")],
         "",
     )
     .await;
@@ -587,7 +587,13 @@ async fn protobuf_bodies_of_kubectl_create_namespace_are_read() {
         .unwrap();
     let response = SimService::new(sim.clone()).oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
-    assert_eq!(response.headers()["content-type"], "application/json");
+    // kubectl prefers protobuf and gets it (tests/http_protobuf.rs reads such answers).
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.kubernetes.protobuf"
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.starts_with(b"k8s\0"), "{body:?}");
     assert_eq!(
         get(&sim, "/api/v1/namespaces/x").await["metadata"]["name"],
         "x"

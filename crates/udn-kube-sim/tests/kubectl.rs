@@ -1,8 +1,8 @@
 //! The `udn-kube-sim` binary driven by the installed kubectl (1.32, from the machine
 //! image; `.ci/run` makes sure it is there): the seed guide's CRDs, namespaces and
 //! UserDefinedNetworks applied with the default `--validate=strict`, listed, shown as
-//! YAML, deleted, watched, an invalid UDN rejected with its CEL message, and the state
-//! file kept across a SIGTERM restart.
+//! YAML, deleted, watched, an invalid UDN rejected with its CEL message, typed creates in
+//! protobuf both ways, and the state file kept across a SIGTERM restart.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 use std::io::{BufRead, BufReader};
@@ -188,9 +188,53 @@ fn kubectl_applies_lists_shows_deletes_watches_and_validates() {
     ] {
         assert!(applied.contains(line), "{applied}");
     }
-    // kubectl's typed create sends a protobuf body.
+    // kubectl's typed create sends a protobuf body and reads the protobuf answer.
     let created = server.ok(&["create", "namespace", "purple"]);
     assert_eq!(created.trim(), "namespace/purple created");
+    let service = server.ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "web",
+        "--tcp=80:8080",
+        "-n",
+        "purple",
+        "-o",
+        "jsonpath={.spec.ports[0].targetPort} {.spec.clusterIP} {.metadata.uid}",
+    ]);
+    let fields: Vec<&str> = service.split(' ').collect();
+    assert_eq!(fields.len(), 3, "{service}");
+    assert_eq!(fields[0], "8080", "{service}");
+    assert!(fields[1].starts_with("10.96."), "{service}");
+    assert_eq!(
+        fields[2].len(),
+        36,
+        "the server's uid, read from protobuf: {service}"
+    );
+    let configmap = server.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=mode=fast",
+        "--from-literal=empty=",
+        "-n",
+        "purple",
+    ]);
+    assert_eq!(configmap.trim(), "configmap/settings created");
+    let configmaps = server.ok(&["get", "cm", "-n", "purple"]);
+    let rows: Vec<&str> = configmaps.lines().collect();
+    assert_eq!(words(rows[0]), ["NAME", "DATA", "AGE"], "{configmaps}");
+    assert_eq!(words(rows[1])[..2], ["settings", "2"], "{configmaps}");
+    let data = server.ok(&[
+        "get",
+        "cm",
+        "settings",
+        "-n",
+        "purple",
+        "-o",
+        "jsonpath={.data}",
+    ]);
+    assert_eq!(data, r#"{"empty":"","mode":"fast"}"#);
     // Applying again is a no-op.
     let again = server.ok(&["apply", "-f", &fixture("blue-green.yaml")]);
     assert!(
@@ -240,7 +284,7 @@ fn kubectl_applies_lists_shows_deletes_watches_and_validates() {
     assert_eq!(rejected.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&rejected.stderr);
     assert!(
-        stderr.contains(r#"The UserDefinedNetwork "overlapping" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#),
+        stderr.contains(r#"The UserDefinedNetwork "overlapping" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#),
         "{stderr}"
     );
 

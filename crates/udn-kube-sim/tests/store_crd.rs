@@ -97,14 +97,14 @@ fn a_custom_resource_is_validated_with_the_crd_cel_rules() {
     assert_eq!(error.reason, "Invalid");
     assert_eq!(
         error.message,
-        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#
+        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#
     );
     assert_eq!(error.causes.len(), 1);
     assert_eq!(error.causes[0].reason, "FieldValueInvalid");
     assert_eq!(error.causes[0].field, "spec.layer3");
     assert_eq!(
         error.causes[0].message,
-        r#"Invalid value: "object": Subnets must not overlap or contain each other"#
+        r#"Invalid value: Subnets must not overlap or contain each other"#
     );
     let status = error.to_status();
     assert_eq!(status["details"]["kind"], "UserDefinedNetwork");

@@ -174,7 +174,7 @@ fn patched_custom_resources_are_validated() {
     assert_eq!(error.code, 422);
     assert_eq!(
         error.message,
-        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other"#
+        r#"UserDefinedNetwork.k8s.ovn.org "net" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other"#
     );
     let patched = patch(
         &sim,

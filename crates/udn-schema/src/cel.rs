@@ -81,15 +81,16 @@ fn evaluate(
         if unchanged && !info.is_some_and(|info| info.transition) {
             continue;
         }
-        out.push(field_error(&error, info, node, path));
+        out.push(field_error(&error, info, node, value, path));
     }
 }
 
-/// The apiserver's field error for a failed or broken rule.
+/// The apiserver's field error for a failed or broken rule of the node holding `value`.
 fn field_error(
     error: &ValidationError,
     info: Option<&RuleInfo>,
     node: &Node,
+    value: &Value,
     path: &str,
 ) -> FieldError {
     // Only a failed rule is reported at its `fieldPath`; a rule that could not be
@@ -104,7 +105,15 @@ fn field_error(
         (false, true) => path.to_owned(),
         (false, false) => format!("{path}.{relative}"),
     };
+    // A rule that could not be evaluated names the node's schema type as its value.
     let type_value = Some(go_format::quote(node.type_label()));
+    // A failed rule echoes the node's value (`self`, also when the rule reports at a
+    // `fieldPath` or with a `messageExpression`), except for objects and arrays, whose
+    // value is omitted (validation.go `validateExpressions`, Kubernetes 1.35 on).
+    let self_value = match node.type_label() {
+        "object" | "array" => None,
+        _ => Some(go_format::bad_value(value)),
+    };
     match error.kind {
         ErrorKind::ValidationFailure => match error.reason.as_deref() {
             Some("FieldValueForbidden") => FieldError::new(
@@ -117,12 +126,12 @@ fn field_error(
                 FieldError::new(field, FieldErrorKind::Required, None, error.message.clone())
             }
             Some("FieldValueDuplicate") => {
-                FieldError::new(field, FieldErrorKind::Duplicate, type_value, "")
+                FieldError::new(field, FieldErrorKind::Duplicate, self_value, "")
             }
             _ => FieldError::new(
                 field,
                 FieldErrorKind::Invalid,
-                type_value,
+                self_value,
                 error.message.clone(),
             ),
         },

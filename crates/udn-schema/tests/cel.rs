@@ -7,7 +7,7 @@ use common::{errors, validator};
 use serde_json::json;
 
 #[test]
-fn failed_rule_reports_node_type_and_message() {
+fn failed_rule_reports_scalar_values_and_omits_objects() {
     let v = validator(json!({
         "type": "object",
         "properties": {
@@ -23,9 +23,9 @@ fn failed_rule_reports_node_type_and_message() {
     assert_eq!(
         errors(&v, json!({"a": 7, "b": -1}), None),
         [
-            r#"spec: Invalid value: "object": a must be below b"#,
-            r#"spec: Invalid value: "object": failed rule: self.a != 7"#,
-            r#"spec.b: Invalid value: "integer": b must be positive"#,
+            r#"spec: Invalid value: a must be below b"#,
+            r#"spec: Invalid value: failed rule: self.a != 7"#,
+            r#"spec.b: Invalid value: -1: b must be positive"#,
         ]
     );
 }
@@ -44,13 +44,46 @@ fn field_path_reason_and_message_expression() {
     assert_eq!(
         errors(&v, json!({"items": ["a", "b", "c"], "mode": "x"}), None),
         [
-            r#"spec.items: Invalid value: "object": too many"#,
+            r#"spec.items: Invalid value: too many"#,
             "spec: Forbidden: x is forbidden",
         ]
     );
     assert_eq!(
         errors(&v, json!({"items": [], "mode": "y"}), None),
-        [r#"spec: Invalid value: "object": mode y is bad"#]
+        [r#"spec: Invalid value: mode y is bad"#]
+    );
+}
+
+#[test]
+fn scalar_values_are_echoed_as_go_prints_them() {
+    // Kubernetes 1.35 on: a failed rule echoes `self` when it is a scalar, also with a
+    // messageExpression, and omits it for lists and objects.
+    let v = validator(json!({
+        "type": "object",
+        "properties": {
+            "subnets": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self != '300.0.0.0/24'", "message": "CIDR is invalid"}]},
+                "x-kubernetes-validations": [{"rule": "size(self) < 3", "messageExpression": "'got ' + string(size(self))"}]},
+            "ratio": {"type": "number", "x-kubernetes-validations": [{"rule": "self < 1.0", "messageExpression": "'ratio ' + string(self)"}]},
+            "on": {"type": "boolean", "x-kubernetes-validations": [{"rule": "!self", "message": "must be off"}]},
+            "port": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [{"rule": "self != 'http'", "message": "must not be http"}]},
+            "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self != 'a'", "reason": "FieldValueDuplicate"}]},
+        },
+    }));
+    assert_eq!(
+        errors(
+            &v,
+            json!({"subnets": ["10.0.0.0/24", "300.0.0.0/24", "x\"y"], "ratio": 1.5, "on": true, "port": "http", "name": "a"}),
+            None
+        ),
+        [
+            r#"spec.name: Duplicate value: "a""#,
+            r#"spec.on: Invalid value: true: must be off"#,
+            r#"spec.port: Invalid value: "http": must not be http"#,
+            r#"spec.ratio: Invalid value: 1.5: ratio 1.5"#,
+            r#"spec.subnets: Invalid value: got 3"#,
+            r#"spec.subnets[1]: Invalid value: "300.0.0.0/24": CIDR is invalid"#,
+        ]
     );
 }
 
@@ -76,7 +109,7 @@ fn transition_rules_run_only_on_update() {
             json!({"topology": "Layer2"}),
             Some(json!({"topology": "Layer3"}))
         ),
-        [r#"spec.topology: Invalid value: "string": Topology is immutable"#]
+        [r#"spec.topology: Invalid value: "Layer2": Topology is immutable"#]
     );
     assert!(
         errors(&v, json!({"topology": "Layer2"}), Some(json!({}))).is_empty(),
@@ -100,7 +133,7 @@ fn list_items_correlate_only_in_map_and_set_lists() {
     let new = json!({"atomic": [{"name": "a", "v": 1}], "keyed": [{"name": "a", "v": 1}, {"name": "b", "v": 6}]});
     assert_eq!(
         errors(&v, new, Some(old)),
-        [r#"spec.keyed[0]: Invalid value: "object": v may only grow"#]
+        [r#"spec.keyed[0]: Invalid value: v may only grow"#]
     );
 }
 
@@ -115,7 +148,7 @@ fn unchanged_values_ratchet_non_transition_rules() {
     }));
     assert_eq!(
         errors(&v, json!({"a": "bad"}), None),
-        [r#"spec.a: Invalid value: "string": a is bad"#]
+        [r#"spec.a: Invalid value: "bad": a is bad"#]
     );
     assert!(
         errors(

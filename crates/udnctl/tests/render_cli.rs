@@ -243,7 +243,7 @@ fn invalid_input_is_one_line_per_problem_with_exit_code_1() {
     assert_eq!(
         stderr_lines(&out),
         [
-            "<stdin>#2: UserDefinedNetwork.k8s.ovn.org \"overlap\" is invalid: spec.layer3: Invalid value: \"object\": Subnets must not overlap or contain each other".to_owned(),
+            "<stdin>#2: UserDefinedNetwork.k8s.ovn.org \"overlap\" is invalid: spec.layer3: Invalid value: Subnets must not overlap or contain each other".to_owned(),
             "<stdin>#3: UserDefinedNetwork.k8s.ovn.org \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_owned(),
             "<stdin>#3: UserDefinedNetwork.k8s.ovn.org \"Bad\" is invalid: spec.topology: Unsupported value: \"Layer4\": supported values: \"Layer2\", \"Layer3\"".to_owned(),
             "<stdin>#3: UserDefinedNetwork.k8s.ovn.org \"Bad\" is invalid: <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_owned(),

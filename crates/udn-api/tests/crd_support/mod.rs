@@ -254,9 +254,8 @@ impl Case {
             None => node.to_owned(),
         };
         let type_name = self.node_type(&path.replace("[0]", "[*]"), message);
-        self.also.push(format!(
-            r#"{path}: Invalid value: "{type_name}": {message}"#
-        ));
+        let line = self.failure_line(&path, &type_name, message);
+        self.also.push(line);
         self
     }
 
@@ -271,6 +270,22 @@ impl Case {
             .get(&(node.to_owned(), message.to_owned()))
             .cloned()
             .unwrap_or_else(|| panic!("{:?} has no rule {message:?} at {node}", self.crd))
+    }
+
+    /// The error line of a failed rule at `path` on the rejected object: the value is
+    /// echoed for a scalar node and omitted for an object or a list, as Kubernetes 1.35
+    /// and later report it.
+    fn failure_line(&self, path: &str, type_name: &str, message: &str) -> String {
+        if matches!(type_name, "object" | "array") {
+            return format!("{path}: Invalid value: {message}");
+        }
+        let object = self.crd.object(self.rejected.clone());
+        let value = match lookup(&object, path) {
+            Some(Value::String(text)) => udn_api::go_text::quote(text),
+            Some(other) => other.to_string(),
+            None => panic!("{:?}: the rejected object has no value at {path}", self.crd),
+        };
+        format!("{path}: Invalid value: {value}: {message}")
     }
 
     /// The key this case covers in [`rules`].
@@ -290,10 +305,7 @@ impl Case {
         }
         let mut rejected = self.crd.errors(&self.rejected, old);
         let type_name = self.node_type(&self.node, &self.message);
-        let mut expected = vec![format!(
-            r#"{}: Invalid value: "{type_name}": {}"#,
-            self.path, self.message
-        )];
+        let mut expected = vec![self.failure_line(&self.path, &type_name, &self.message)];
         expected.extend(self.also.iter().cloned());
         let mut missing = Vec::new();
         for line in &expected {
@@ -321,6 +333,19 @@ impl Case {
             ))
         }
     }
+}
+
+/// The value at a field path such as `spec.layer3.subnets[0]`.
+fn lookup<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut node = object;
+    for segment in path.split('.') {
+        let (name, indexes) = segment.split_once('[').unwrap_or((segment, ""));
+        node = node.get(name)?;
+        for index in indexes.split('[').filter(|i| !i.is_empty()) {
+            node = node.get(index.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
+    }
+    Some(node)
 }
 
 /// Run `cases`, failing with every case that does not hold.

@@ -12,7 +12,7 @@ use crate::options::{PatchKind, Subresource};
 use crate::resource::ResourceKey;
 use crate::sim::Sim;
 
-use super::accept::{Representation, negotiate};
+use super::accept::{Endpoint, Negotiated, Representation, negotiate};
 use super::body::ResponseBody;
 use super::discovery::forbids_collection_delete;
 use super::query::Query;
@@ -50,23 +50,26 @@ pub(crate) fn serve(
     let target = req.target;
     let key = target.rt.key();
     let namespace = target.namespace.as_deref();
-    let representation = negotiate(header(req.headers, ACCEPT), false)?;
+    let endpoint = Endpoint::Resource {
+        protobuf: protobuf::has_form(&target.rt.api_version(), &target.rt.kind),
+    };
+    let negotiated = negotiate(header(req.headers, ACCEPT), endpoint)?;
     let pretty = req.query.pretty();
     let render = |code: u16, value: Value| -> Result<Response<ResponseBody>, ApiError> {
-        let value = match representation {
+        let value = match negotiated.representation {
             Representation::Table => {
                 table::table(&target.rt, &value, req.query.include_object()?, true)
             }
             Representation::PartialMetadata => table::partial_metadata_of(&value),
             Representation::Object | Representation::AggregatedDiscovery(_) => value,
         };
-        Ok(response::json(code, &value, pretty))
+        response::document(code, &value, pretty, negotiated.encoding)
     };
     let is_main = target.subresource == Subresource::Main;
     let all_namespaces = target.rt.namespaced && namespace.is_none();
     match (req.method, target.name.as_deref()) {
         (&Method::GET, name) if is_main && (target.legacy_watch || req.query.watch()?) => {
-            start_watch(sim, &req, &key, name, representation)
+            start_watch(sim, &req, &key, name, negotiated)
         }
         (&Method::GET, None) => render(200, sim.list(&key, namespace, &req.query.list_options()?)?),
         (&Method::GET, Some(name)) => render(200, sim.get(&key, namespace, name)?),
@@ -123,7 +126,7 @@ fn start_watch(
     req: &ResourceRequest<'_>,
     key: &ResourceKey,
     name: Option<&str>,
-    representation: Representation,
+    negotiated: Negotiated,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut opts = req.query.watch_options()?;
     if let Some(name) = name {
@@ -133,26 +136,35 @@ fn start_watch(
             None => by_name,
         });
     }
+    let encoding = negotiated.encoding;
     let render = watch::Render {
         rt: req.target.rt.clone(),
-        representation,
+        representation: negotiated.representation,
         include: req.query.include_object()?,
+        encoding,
     };
     match sim.watch(key, req.target.namespace.as_deref(), &opts) {
-        Ok(events) => Ok(response::stream(watch::events(events, render))),
-        Err(error) if error.code == 410 => Ok(response::stream(watch::error(&error))),
+        Ok(events) => Ok(response::stream(watch::events(events, render), encoding)),
+        Err(error) if error.code == 410 => {
+            Ok(response::stream(watch::error(&error, encoding), encoding))
+        }
         Err(error) => Err(error),
     }
 }
 
-/// 415 for a create or update body in a media type the server does not read.
-fn unsupported_body(content_type: &str) -> ApiError {
+/// 415 for a create or update body in a media type the server does not read for this
+/// type (custom resources take no protobuf).
+fn unsupported_body(content_type: &str, protobuf_accepted: bool) -> ApiError {
+    let protobuf_listed = if protobuf_accepted {
+        format!(", {}", protobuf::MEDIA_TYPE)
+    } else {
+        String::new()
+    };
     ApiError {
         code: 415,
         reason: "UnsupportedMediaType",
         message: format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {} (got {content_type:?})",
-            protobuf::MEDIA_TYPE
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml{protobuf_listed} (got {content_type:?})"
         ),
         name: None,
         group: None,
@@ -167,11 +179,12 @@ fn decode_object(req: &ResourceRequest<'_>) -> Result<Value, ApiError> {
     let rt = &req.target.rt;
     let content_type = header(req.headers, CONTENT_TYPE).unwrap_or("application/json");
     let essence = content_type.split(';').next().unwrap_or("").trim();
+    let protobuf_accepted = protobuf::has_form(&rt.api_version(), &rt.kind);
     let decoded: Result<Value, String> = match essence {
         "application/json" | "" => serde_json::from_slice(&req.body).map_err(|e| e.to_string()),
         "application/yaml" => serde_saphyr::from_slice(&req.body).map_err(|e| e.to_string()),
-        protobuf::MEDIA_TYPE => Ok(protobuf::decode(&req.body)?),
-        _ => return Err(unsupported_body(content_type)),
+        protobuf::MEDIA_TYPE if protobuf_accepted => Ok(protobuf::decode(&req.body)?),
+        _ => return Err(unsupported_body(content_type, protobuf_accepted)),
     };
     let mut object = decoded.map_err(|e| {
         ApiError::bad_request(format!(

@@ -42,7 +42,7 @@ pub use body::ResponseBody;
 pub use discovery::KUBERNETES_VERSION;
 pub use server::{ServeError, serve, serve_with_shutdown};
 
-use accept::{Representation, negotiate};
+use accept::{Encoding, Endpoint, Representation, error_encoding, negotiate};
 use query::Query;
 use route::Route;
 
@@ -97,6 +97,12 @@ where
     let (parts, body) = request.into_parts();
     let query = Query::parse(parts.uri.query());
     let pretty = query.pretty();
+    let errors = match &parts.uri.path() {
+        path if path.starts_with("/api/") || path.starts_with("/apis/") => {
+            error_encoding(parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok()))
+        }
+        _ => Encoding::Json,
+    };
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e)
@@ -112,15 +118,15 @@ where
                 kind: None,
                 causes: Vec::new(),
             };
-            return response::error(&error, pretty);
+            return response::error(&error, pretty, errors);
         }
         Err(e) => {
             let error = ApiError::bad_request(format!("reading the request body failed: {e}"));
-            return response::error(&error, pretty);
+            return response::error(&error, pretty, errors);
         }
     };
     let response =
-        dispatch(sim, &parts, &query, body).unwrap_or_else(|e| response::error(&e, pretty));
+        dispatch(sim, &parts, &query, body).unwrap_or_else(|e| response::error(&e, pretty, errors));
     tracing::debug!(
         method = %parts.method,
         uri = %parts.uri,
@@ -162,7 +168,8 @@ fn dispatch(
         Route::Health => return Ok(response::text(200, "ok")),
         Route::CoreVersions | Route::GroupList => {
             let core = matches!(route, Route::CoreVersions);
-            if let Representation::AggregatedDiscovery(version) = negotiate(accept, true)? {
+            let negotiated = negotiate(accept, Endpoint::Discovery)?;
+            if let Representation::AggregatedDiscovery(version) = negotiated.representation {
                 let list = discovery::aggregated(&types, core, version);
                 let content_type = discovery::aggregated_content_type(version);
                 return Ok(response::json_as(200, &list, pretty, &content_type));

@@ -1,4 +1,5 @@
-//! Building responses: JSON documents, `metav1.Status` errors, streamed watches.
+//! Building responses: JSON or protobuf documents, `metav1.Status` errors, streamed
+//! watches.
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -8,7 +9,9 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 
+use super::accept::Encoding;
 use super::body::ResponseBody;
+use super::protobuf;
 
 const JSON: &str = "application/json";
 
@@ -55,9 +58,28 @@ pub(crate) fn json_as(
     )
 }
 
-/// The `metav1.Status` of `error`, with its HTTP code.
-pub(crate) fn error(error: &ApiError, pretty: bool) -> Response<ResponseBody> {
-    json(error.code, &error.to_status(), pretty)
+/// `value` with HTTP `code` in `encoding`.
+pub(crate) fn document(
+    code: u16,
+    value: &Value,
+    pretty: bool,
+    encoding: Encoding,
+) -> Result<Response<ResponseBody>, ApiError> {
+    Ok(match encoding {
+        Encoding::Json => json(code, value, pretty),
+        Encoding::Protobuf => build(
+            code,
+            protobuf::MEDIA_TYPE,
+            ResponseBody::full(protobuf::encode(value)?),
+        ),
+    })
+}
+
+/// The `metav1.Status` of `error`, with its HTTP code, in `encoding`.
+pub(crate) fn error(error: &ApiError, pretty: bool, encoding: Encoding) -> Response<ResponseBody> {
+    let status = error.to_status();
+    document(error.code, &status, pretty, encoding)
+        .unwrap_or_else(|_| json(error.code, &status, pretty))
 }
 
 /// A plain-text body (health checks).
@@ -69,9 +91,16 @@ pub(crate) fn text(code: u16, body: &'static str) -> Response<ResponseBody> {
     )
 }
 
-/// A streamed watch: HTTP 200, JSON lines, chunked.
-pub(crate) fn stream(chunks: BoxStream<'static, Bytes>) -> Response<ResponseBody> {
-    let mut response = build(200, JSON, ResponseBody::stream(chunks));
+/// A streamed watch: HTTP 200, chunked, JSON lines or protobuf frames.
+pub(crate) fn stream(
+    chunks: BoxStream<'static, Bytes>,
+    encoding: Encoding,
+) -> Response<ResponseBody> {
+    let content_type = match encoding {
+        Encoding::Json => JSON,
+        Encoding::Protobuf => protobuf::WATCH_MEDIA_TYPE,
+    };
+    let mut response = build(200, content_type, ResponseBody::stream(chunks));
     response
         .headers_mut()
         .insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));

@@ -193,6 +193,7 @@ const WITHOUT_STATUS: &[(&str, &str)] = &[
     ("events.k8s.io", "Event"),
     ("discovery.k8s.io", "EndpointSlice"),
     ("coordination.k8s.io", "Lease"),
+    ("", "ConfigMap"),
 ];
 
 /// The merge rules of one kind.

@@ -71,7 +71,8 @@ pub(super) fn prepare_for_create(entry: &TypeEntry, obj: &mut Value, next_cluste
             | Builtin::Event
             | Builtin::EventsV1
             | Builtin::EndpointSlice
-            | Builtin::Lease,
+            | Builtin::Lease
+            | Builtin::ConfigMap,
         ) => {}
         None => {
             if entry.rt.status_subresource

@@ -120,7 +120,9 @@ fn builtin_fields(builtin: Builtin) -> Option<&'static [&'static str]> {
             "source",
             "type",
         ],
-        Builtin::EndpointSlice | Builtin::Lease | Builtin::Crd => return None,
+        Builtin::EndpointSlice | Builtin::Lease | Builtin::ConfigMap | Builtin::Crd => {
+            return None;
+        }
     })
 }
 

@@ -19,6 +19,7 @@ pub(super) enum Builtin {
     EventsV1,
     EndpointSlice,
     Lease,
+    ConfigMap,
     Crd,
 }
 
@@ -208,6 +209,16 @@ impl Registry {
                 "Lease",
                 "leases",
                 &[],
+                &[],
+                true,
+                false,
+            ),
+            builtin_type(
+                Builtin::ConfigMap,
+                "",
+                "ConfigMap",
+                "configmaps",
+                &["cm"],
                 &[],
                 true,
                 false,

@@ -422,6 +422,7 @@ fn key_of(builtin: Builtin) -> ResourceKey {
         Builtin::EventsV1 => ("events.k8s.io", "events"),
         Builtin::EndpointSlice => ("discovery.k8s.io", "endpointslices"),
         Builtin::Lease => ("coordination.k8s.io", "leases"),
+        Builtin::ConfigMap => ("", "configmaps"),
         Builtin::Crd => ("apiextensions.k8s.io", "customresourcedefinitions"),
     };
     ResourceKey {

@@ -24,6 +24,14 @@ pub(super) fn columns(group: &str, plural: &str) -> Vec<Column> {
         ("", "pods") => pod_columns(),
         ("", "services") => service_columns(),
         ("discovery.k8s.io", "endpointslices") => endpoint_slice_columns(),
+        ("", "configmaps") => vec![
+            Column::name(),
+            Column::new("Data", "string", 0, |o, _| {
+                let count = |key| o.get(key).and_then(Value::as_object).map_or(0, |m| m.len());
+                json!(count("data") + count("binaryData"))
+            }),
+            Column::age(),
+        ],
         ("coordination.k8s.io", "leases") => vec![
             Column::name(),
             Column::new("Holder", "string", 0, |o, _| {
