@@ -19,11 +19,35 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
                 .block_on(udn_sandbox::kubelet::run(config))
                 .context("the simulated kubelet")
         }
+        SandboxCommand::Endpoints(args) => runtime()?.block_on(async {
+            let client = udn_sandbox::client::client(&args.kubeconfig)
+                .await
+                .context("the API client")?;
+            udn_sandbox::endpointslice::run(client, stopped())
+                .await
+                .context("the EndpointSlice controller")
+        }),
         SandboxCommand::Forward(args) => {
             udn_sandbox::forward::Forwarder::serve_forever(&args.netns, args.listen, args.to)
                 .context("forwarding")
         }
         other => anyhow::bail!("{other:?} is no daemon"),
+    }
+}
+
+/// Completes on SIGTERM or SIGINT (`down` stops the daemons with SIGTERM).
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
