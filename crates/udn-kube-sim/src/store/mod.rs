@@ -20,6 +20,7 @@
 // `ApiError` is the crate's contract error type (the `Sim` API returns it by value).
 #![allow(clippy::result_large_err)]
 
+mod binding;
 mod collect;
 mod crd;
 mod create;
@@ -205,6 +206,16 @@ impl Shared {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.write(|state| state.patch(key, namespace, name, kind, body, subresource, opts))
+    }
+
+    pub(crate) fn bind(
+        &self,
+        namespace: &str,
+        name: &str,
+        binding: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.write(|state| state.bind(namespace, name, binding, opts))
     }
 
     pub(crate) fn delete(

@@ -2,6 +2,8 @@
 //! node's processes, for one node of the sandbox.
 //!
 //! - Registers its Node (Ready, addresses, capacity) and keeps it Ready.
+//! - Binds unscheduled Pods to a Ready Node their `nodeSelector` matches ([`schedule`]:
+//!   the same choice on every kubelet), or reports them Unschedulable.
 //! - For every Pod bound to the node: a sandbox (a network namespace), the cluster default
 //!   network through the CNI config in the conf dir and the networks of
 //!   `k8s.v1.cni.cncf.io/networks` as Multus delegates them ([`cni`]), then
@@ -18,6 +20,7 @@ pub mod container;
 mod pod;
 pub mod probe;
 mod register;
+mod schedule;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -100,6 +103,7 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
             _ = tokio::signal::ctrl_c() => break,
             () = tokio::time::sleep(TICK) => {}
         }
+        schedule::schedule(&client, &config).await;
         let selector = format!("spec.nodeName={}", config.node_name);
         let listed = match api.list(&ListParams::default().fields(&selector)).await {
             Ok(list) => list.items,
