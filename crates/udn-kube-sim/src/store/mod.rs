@@ -10,7 +10,8 @@
 //! - the controllers run synchronously inside the request that triggers them: a delete
 //!   returns the marked object, but dependents, namespace content and the namespace
 //!   itself may already be gone when it returns (their events are in the log in order);
-//! - every deletion is immediate (no graceful deletion of pods: there is no kubelet);
+//! - only Pods are deleted gracefully (as only their strategy is graceful upstream); a
+//!   Pod's grace is the time its kubelet has, nothing here waits for it to run out;
 //! - a `/status` write keeps all metadata (only `managedFields` and `status` change);
 //! - a watch from a resourceVersion newer than the newest starts there instead of waiting;
 //! - list pages after the first are served from the current state (continue tokens carry
