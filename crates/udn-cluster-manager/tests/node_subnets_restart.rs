@@ -141,7 +141,7 @@ async fn apply(
         }
         Op::DeletePod(p) if pods.remove(p) => {
             pod_api
-                .delete(&format!("p{p}"), &DeleteParams::default())
+                .delete(&format!("p{p}"), &DeleteParams::default().grace_period(0))
                 .await
                 .unwrap();
         }

@@ -108,7 +108,11 @@ fn annotation<'a>(object: &'a Value, name: &str) -> Option<&'a str> {
 
 fn apply(cluster: &TestCluster, op: &Op) {
     let w = WriteOptions::default();
-    let d = DeleteOptions::default();
+    // Pods are bound: without a kubelet, only a deletion without grace removes them.
+    let d = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..DeleteOptions::default()
+    };
     let ns_key = key("", "namespaces");
     let udns = key("k8s.ovn.org", "userdefinednetworks");
     match op {

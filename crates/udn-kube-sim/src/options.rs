@@ -56,6 +56,9 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `gracePeriodSeconds`: how long a bound Pod may take to stop (`None`: its
+    /// `spec.terminationGracePeriodSeconds`; 0: remove it at once). Other types ignore it.
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// Options of create / update / patch.

@@ -122,6 +122,18 @@ impl Sim {
         self.inner.list(key, namespace, opts)
     }
 
+    /// POST `pods/<name>/binding` in `namespace`: assigns the Pod to the Binding's target
+    /// Node (see the store's binding module for the rules); answers a success Status.
+    pub fn bind(
+        &self,
+        namespace: &str,
+        name: &str,
+        binding: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.inner.bind(namespace, name, binding, opts)
+    }
+
     /// CREATE (POST). Honors `generateName`; sets uid, creationTimestamp,
     /// resourceVersion, generation; validates; refuses a missing or terminating namespace.
     pub fn create(

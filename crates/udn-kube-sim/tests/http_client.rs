@@ -218,7 +218,15 @@ async fn crud_of(t: &Transport) {
         )
     );
 
+    // A bound pod is deleted gracefully: marked with its grace period, removed only by a
+    // delete with gracePeriodSeconds=0 (the kubelet's, once its containers stopped).
     pods.delete(&a_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = pods.get(&a_name).await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    pods.delete(&a_name, &DeleteParams::default().grace_period(0))
         .await
         .unwrap();
     let gone = status_of(pods.get(&a_name).await);
@@ -247,7 +255,7 @@ fn names<K: kube::Resource>(items: &[K]) -> Vec<&str> {
 #[tokio::test]
 async fn crud_selectors_conflicts_and_generate_name() {
     for t in both().await {
-        crud_of(&t).await;
+        Box::pin(crud_of(&t)).await;
     }
 }
 

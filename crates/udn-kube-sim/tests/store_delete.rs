@@ -356,3 +356,78 @@ fn delete_collection_deletes_what_the_selectors_select() {
     let left = sim.list(&pods(), None, &ListOptions::default()).unwrap();
     assert_eq!(names(&left), ["b", "d"]);
 }
+
+fn bound_pod(name: &str) -> Value {
+    let mut body = pod(name);
+    body["spec"]["nodeName"] = json!("node1");
+    body
+}
+
+#[test]
+fn bound_pods_are_deleted_gracefully_until_a_delete_without_grace() {
+    let sim = store_support::sim();
+    create_namespace(&sim, "g");
+    create_pod(&sim, "g", bound_pod("web"));
+    let marked = sim
+        .delete(&pods(), Some("g"), "web", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    let stored = sim.get(&pods(), Some("g"), "web").unwrap();
+    assert_eq!(
+        stored["metadata"]["deletionTimestamp"],
+        marked["metadata"]["deletionTimestamp"]
+    );
+    // A longer grace changes nothing; a shorter one moves the deadline back.
+    let longer = DeleteOptions {
+        grace_period_seconds: Some(60),
+        ..DeleteOptions::default()
+    };
+    let same = sim.delete(&pods(), Some("g"), "web", &longer).unwrap();
+    assert_eq!(
+        same["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+    let shorter = DeleteOptions {
+        grace_period_seconds: Some(10),
+        ..DeleteOptions::default()
+    };
+    let shortened = sim.delete(&pods(), Some("g"), "web", &shorter).unwrap();
+    assert_eq!(shortened["metadata"]["deletionGracePeriodSeconds"], 10);
+    let now = DeleteOptions {
+        grace_period_seconds: Some(0),
+        precondition_uid: Some(stored["metadata"]["uid"].as_str().unwrap().to_owned()),
+        ..DeleteOptions::default()
+    };
+    sim.delete(&pods(), Some("g"), "web", &now).unwrap();
+    assert_eq!(sim.get(&pods(), Some("g"), "web").unwrap_err().code, 404);
+    // Unbound: removed at once.
+    create_pod(&sim, "g", pod("pending"));
+    sim.delete(&pods(), Some("g"), "pending", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(
+        sim.get(&pods(), Some("g"), "pending").unwrap_err().code,
+        404
+    );
+}
+
+#[test]
+fn a_namespace_waits_for_its_bound_pods() {
+    let sim = store_support::sim();
+    create_namespace(&sim, "t");
+    create_pod(&sim, "t", bound_pod("web"));
+    sim.delete(&namespaces(), None, "t", &DeleteOptions::default())
+        .unwrap();
+    let terminating = sim.get(&pods(), Some("t"), "web").unwrap();
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        sim.get(&namespaces(), None, "t").unwrap()["status"]["phase"],
+        "Terminating"
+    );
+    let now = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..DeleteOptions::default()
+    };
+    sim.delete(&pods(), Some("t"), "web", &now).unwrap();
+    assert_eq!(sim.get(&namespaces(), None, "t").unwrap_err().code, 404);
+}

@@ -20,6 +20,7 @@ pub mod components;
 pub mod daemon;
 pub mod demo;
 pub mod down;
+pub mod endpointslice;
 pub mod error;
 pub mod forward;
 pub mod images;

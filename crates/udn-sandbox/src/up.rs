@@ -1,6 +1,6 @@
 //! `udnctl sandbox up`: prerequisites, then the OVN lab, the API server with udn's CRDs,
 //! per node the forwarder to the API server and the simulated kubelet (which registers the
-//! Node), then the cluster-manager, and per node
+//! Node), then the cluster-manager and the EndpointSlice controller, and per node
 //! `udn-controller` and `udn-node`; returns once every node's agent wrote its CNI config and
 //! every Node is Ready. The state file is written after every step, so a failure half-way
 //! leaves what `down` needs.
@@ -25,6 +25,10 @@ use crate::state::{NodeState, SandboxState};
 
 /// The CNI config file the node agent writes (upstream's name).
 pub const CNI_CONF_FILE: &str = "10-ovn-kubernetes.conf";
+
+/// How `status` and `logs` name the EndpointSlice controller (kube-controller-manager's,
+/// played by `udnctl sandbox endpoints`).
+pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller";
 
 /// How long one component may take to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -167,6 +171,11 @@ impl Bringup<'_> {
         let binaries = &self.options.binaries;
         let manager = components::cluster_manager(&binaries.cluster_manager, &kubeconfig);
         self.spawn("udn-cluster-manager", manager)?;
+        let mut endpoints = Command::new(&self.options.binaries.udnctl);
+        endpoints
+            .args(["sandbox", "endpoints", "--kubeconfig"])
+            .arg(&kubeconfig);
+        self.spawn(ENDPOINTSLICE_CONTROLLER, endpoints)?;
         for index in 0..self.state.nodes.len() {
             self.start_node_components(index)?;
         }

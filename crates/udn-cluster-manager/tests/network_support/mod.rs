@@ -94,7 +94,16 @@ impl Cluster {
     pub(crate) fn delete(&self, kind: Kind, namespace: Option<&str>, name: &str) {
         self.0
             .sim
-            .delete(&kind.key(), namespace, name, &DeleteOptions::default())
+            .delete(
+                &kind.key(),
+                namespace,
+                name,
+                // Bound pods would wait for a kubelet; other kinds ignore the grace period.
+                &DeleteOptions {
+                    grace_period_seconds: Some(0),
+                    ..DeleteOptions::default()
+                },
+            )
             .unwrap_or_else(|err| panic!("delete {kind:?} {name}: {err:?}"));
     }
 

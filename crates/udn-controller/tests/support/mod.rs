@@ -291,7 +291,10 @@ pub async fn pod_uid(client: &kube::Client, ns: &str, name: &str) -> String {
 
 pub async fn delete_pod(client: &kube::Client, ns: &str, name: &str) {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    api.delete(name, &Default::default()).await.unwrap();
+    // No kubelet runs here to finish a graceful deletion of the bound pod.
+    api.delete(name, &kube::api::DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
 }
 
 /// Waits until the pod's `k8s.ovn.org/pod-networks` has every key of `keys`.

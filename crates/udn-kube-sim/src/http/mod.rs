@@ -13,6 +13,7 @@
 #![allow(clippy::result_large_err)]
 
 mod accept;
+mod binding;
 mod body;
 mod discovery;
 mod handler;
@@ -155,6 +156,9 @@ fn dispatch(
             },
         );
     }
+    if let Route::PodBinding { namespace, name } = &route {
+        return binding::serve(sim, &parts.method, query, &body, namespace, name);
+    }
     if parts.method != Method::GET && parts.method != Method::HEAD {
         return Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
@@ -186,7 +190,9 @@ fn dispatch(
         }
         Route::OpenApiV3Root => openapi::root(sim, &types),
         Route::OpenApiV3 { group, version } => openapi::document(sim, &types, &group, &version),
-        Route::Resource(_) => return Err(ApiError::resource_not_served()),
+        Route::Resource(_) | Route::PodBinding { .. } => {
+            return Err(ApiError::resource_not_served());
+        }
     };
     Ok(response::json(200, &document, pretty))
 }

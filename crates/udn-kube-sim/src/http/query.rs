@@ -177,6 +177,11 @@ impl Query {
         } else if self.flag("orphanDependents")? {
             opts.propagation = Propagation::Orphan;
         }
+        if let Some(grace) = self.get("gracePeriodSeconds") {
+            opts.grace_period_seconds = Some(grace.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid value for gracePeriodSeconds: {grace:?}"))
+            })?);
+        }
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(opts);
         }
@@ -204,6 +209,9 @@ impl Query {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
+        if let Some(grace) = body.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            opts.grace_period_seconds = Some(grace);
+        }
         opts.precondition_uid = precondition("uid");
         opts.precondition_resource_version = precondition("resourceVersion");
         Ok(opts)

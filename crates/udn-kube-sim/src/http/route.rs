@@ -40,6 +40,13 @@ pub(crate) enum Route {
     },
     /// A resource path.
     Resource(Box<Target>),
+    /// `/api/v1/namespaces/<namespace>/pods/<name>/binding`.
+    PodBinding {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod.
+        name: String,
+    },
 }
 
 /// The resource a request targets.
@@ -102,6 +109,18 @@ pub(crate) fn resolve(sim: &Sim, path: &str) -> Result<Route, ApiError> {
                 version,
             })
         }
+        [
+            "api",
+            "v1",
+            "namespaces",
+            namespace,
+            "pods",
+            name,
+            "binding",
+        ] => Ok(Route::PodBinding {
+            namespace: (*namespace).to_owned(),
+            name: (*name).to_owned(),
+        }),
         ["api", version, rest @ ..] => resource(sim, "", version, rest),
         ["apis", group, version, rest @ ..] => resource(sim, group, version, rest),
         _ => Err(ApiError::resource_not_served()),

@@ -1,6 +1,6 @@
 //! DELETE and DELETE collection: preconditions, the garbage collector's finalizers for
-//! the propagation policy, marking objects with finalizers, and the namespace and CRD
-//! deletions that their controllers finish.
+//! the propagation policy, marking objects with finalizers, the graceful deletion of bound
+//! Pods, and the namespace and CRD deletions that their controllers finish.
 
 use serde_json::{Map, Value, json};
 
@@ -46,6 +46,91 @@ fn mark_deleting(obj: &mut Value, now: &str) {
         meta::set_meta(obj, "deletionTimestamp", json!(now));
     }
     meta::set_meta(obj, "deletionGracePeriodSeconds", json!(0));
+}
+
+/// How a DELETE of a Pod goes (`BeforeDelete` with the pod strategy's
+/// `CheckGracefulDelete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PodGrace {
+    /// As any object: removed (or held by finalizers) now.
+    Now,
+    /// A graceful deletion is under way and this one does not shorten it: nothing changes.
+    Pending,
+    /// Marked: `deletionTimestamp` (when it should be gone) and the grace period.
+    Graceful { timestamp: String, period: i64 },
+}
+
+fn timestamp(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn plus(at: jiff::Timestamp, seconds: i64) -> jiff::Timestamp {
+    at.checked_add(jiff::SignedDuration::from_secs(seconds))
+        .unwrap_or(at)
+}
+
+/// The grace of a Pod deletion at `now`. A first deletion takes `gracePeriodSeconds`, else
+/// `spec.terminationGracePeriodSeconds`, else 0; 0 for a pod not bound to a node or already
+/// Succeeded/Failed; a negative period is 1. A pod being deleted gracefully can only have
+/// its grace shortened (its `deletionTimestamp` moves back, not before now).
+fn pod_grace(pod: &Value, opts: &DeleteOptions, now: jiff::Timestamp) -> PodGrace {
+    let stored_grace = pod
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .map(|g| if g < 0 { 1 } else { g });
+    let requested = opts.grace_period_seconds.map(|g| if g < 0 { 1 } else { g });
+    if meta::is_deleting(pod) {
+        let Some(stored) = stored_grace.filter(|g| *g > 0) else {
+            return PodGrace::Now;
+        };
+        let Some(mut period) = requested.filter(|p| *p < stored) else {
+            return PodGrace::Pending;
+        };
+        let deadline = meta::meta_str(pod, "deletionTimestamp")
+            .parse::<jiff::Timestamp>()
+            .unwrap_or(now);
+        let mut moved = plus(plus(deadline, -stored), period);
+        if moved < now {
+            moved = now;
+            if period != 0 {
+                // The grace already ran out: the shortest graceful one, so another actor
+                // still makes the final delete.
+                period = 1;
+            }
+        }
+        if period == 0 {
+            return PodGrace::Now;
+        }
+        return PodGrace::Graceful {
+            timestamp: timestamp(moved),
+            period,
+        };
+    }
+    let spec = pod.get("spec");
+    let mut period = requested
+        .or_else(|| {
+            spec.and_then(|s| s.get("terminationGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(0);
+    let bound = spec
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+    if !bound || matches!(phase, Some("Succeeded" | "Failed")) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    if period == 0 {
+        return PodGrace::Now;
+    }
+    PodGrace::Graceful {
+        timestamp: timestamp(plus(now, period)),
+        period,
+    }
 }
 
 fn check_preconditions(
@@ -101,6 +186,20 @@ impl State {
         let mut marked = (*existing).clone();
         if !same_set(&current, &finalizers) {
             meta::set_finalizers(&mut marked, &finalizers);
+        }
+        if entry.is(Builtin::Pod) {
+            match pod_grace(&existing, opts, jiff::Timestamp::now()) {
+                PodGrace::Now => {}
+                PodGrace::Pending => return Ok((*existing).clone()),
+                PodGrace::Graceful { timestamp, period } => {
+                    meta::set_meta(&mut marked, "deletionTimestamp", json!(timestamp));
+                    meta::set_meta(&mut marked, "deletionGracePeriodSeconds", json!(period));
+                    if opts.dry_run {
+                        return Ok(marked);
+                    }
+                    return Ok((*self.replace(&r, marked)).clone());
+                }
+            }
         }
         let mut work = None;
         match entry.builtin() {
@@ -205,6 +304,86 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(text: &str) -> jiff::Timestamp {
+        text.parse().unwrap()
+    }
+
+    fn grace(seconds: i64) -> DeleteOptions {
+        DeleteOptions {
+            grace_period_seconds: Some(seconds),
+            ..DeleteOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_bound_pod_gets_its_grace_an_unbound_or_finished_one_goes_now() {
+        let now = at("2025-01-01T00:00:00Z");
+        let bound = json!({"metadata": {}, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30}});
+        let graceful = |timestamp: &str, period| PodGrace::Graceful {
+            timestamp: timestamp.to_owned(),
+            period,
+        };
+        assert_eq!(
+            pod_grace(&bound, &DeleteOptions::default(), now),
+            graceful("2025-01-01T00:00:30Z", 30)
+        );
+        assert_eq!(
+            pod_grace(&bound, &grace(5), now),
+            graceful("2025-01-01T00:00:05Z", 5)
+        );
+        assert_eq!(
+            pod_grace(&bound, &grace(-3), now),
+            graceful("2025-01-01T00:00:01Z", 1)
+        );
+        assert_eq!(pod_grace(&bound, &grace(0), now), PodGrace::Now);
+        let unbound = json!({"metadata": {}, "spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(
+            pod_grace(&unbound, &DeleteOptions::default(), now),
+            PodGrace::Now
+        );
+        let done =
+            json!({"metadata": {}, "spec": {"nodeName": "n1"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(pod_grace(&done, &grace(10), now), PodGrace::Now);
+        let no_default = json!({"metadata": {}, "spec": {"nodeName": "n1"}});
+        assert_eq!(
+            pod_grace(&no_default, &DeleteOptions::default(), now),
+            PodGrace::Now
+        );
+    }
+
+    #[test]
+    fn a_terminating_pod_can_only_have_its_grace_shortened() {
+        let now = at("2025-01-01T00:00:10Z");
+        let terminating = json!({"metadata": {"deletionTimestamp": "2025-01-01T00:00:30Z", "deletionGracePeriodSeconds": 30},
+                                 "spec": {"nodeName": "n1"}});
+        assert_eq!(
+            pod_grace(&terminating, &DeleteOptions::default(), now),
+            PodGrace::Pending
+        );
+        assert_eq!(pod_grace(&terminating, &grace(30), now), PodGrace::Pending);
+        assert_eq!(
+            pod_grace(&terminating, &grace(20), now),
+            PodGrace::Graceful {
+                timestamp: "2025-01-01T00:00:20Z".to_owned(),
+                period: 20
+            }
+        );
+        // Shortened into the past: now, with the shortest graceful period.
+        assert_eq!(
+            pod_grace(&terminating, &grace(5), now),
+            PodGrace::Graceful {
+                timestamp: "2025-01-01T00:00:10Z".to_owned(),
+                period: 1
+            }
+        );
+        assert_eq!(pod_grace(&terminating, &grace(0), now), PodGrace::Now);
+        let forced = json!({"metadata": {"deletionTimestamp": "2025-01-01T00:00:00Z", "deletionGracePeriodSeconds": 0}});
+        assert_eq!(
+            pod_grace(&forced, &DeleteOptions::default(), now),
+            PodGrace::Now
+        );
+    }
 
     #[test]
     fn propagation_sets_the_gc_finalizer() {

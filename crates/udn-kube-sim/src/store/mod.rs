@@ -10,7 +10,8 @@
 //! - the controllers run synchronously inside the request that triggers them: a delete
 //!   returns the marked object, but dependents, namespace content and the namespace
 //!   itself may already be gone when it returns (their events are in the log in order);
-//! - every deletion is immediate (no graceful deletion of pods: there is no kubelet);
+//! - only Pods are deleted gracefully (as only their strategy is graceful upstream); a
+//!   Pod's grace is the time its kubelet has, nothing here waits for it to run out;
 //! - a `/status` write keeps all metadata (only `managedFields` and `status` change);
 //! - a watch from a resourceVersion newer than the newest starts there instead of waiting;
 //! - list pages after the first are served from the current state (continue tokens carry
@@ -20,6 +21,7 @@
 // `ApiError` is the crate's contract error type (the `Sim` API returns it by value).
 #![allow(clippy::result_large_err)]
 
+mod binding;
 mod collect;
 mod crd;
 mod create;
@@ -205,6 +207,16 @@ impl Shared {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.write(|state| state.patch(key, namespace, name, kind, body, subresource, opts))
+    }
+
+    pub(crate) fn bind(
+        &self,
+        namespace: &str,
+        name: &str,
+        binding: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.write(|state| state.bind(namespace, name, binding, opts))
     }
 
     pub(crate) fn delete(

@@ -2,14 +2,17 @@
 //! node's processes, for one node of the sandbox.
 //!
 //! - Registers its Node (Ready, addresses, capacity) and keeps it Ready.
+//! - Binds unscheduled Pods to a Ready Node their `nodeSelector` matches ([`schedule`]:
+//!   the same choice on every kubelet), or reports them Unschedulable.
 //! - For every Pod bound to the node: a sandbox (a network namespace), the cluster default
 //!   network through the CNI config in the conf dir and the networks of
 //!   `k8s.v1.cni.cncf.io/networks` as Multus delegates them ([`cni`]), then
 //!   `k8s.v1.cni.cncf.io/network-status`; each container in the netns and a cgroup of its own
 //!   ([`container`]); readiness and liveness probes from the kubelet's own cgroup
 //!   ([`probe`]); the Pod's status.
-//! - When a Pod goes (or is being deleted), its containers are stopped, CNI DEL runs, the
-//!   netns and cgroups go, and a terminating Pod is deleted for good.
+//! - When a Pod goes (or is being deleted), its containers are stopped (SIGTERM, SIGKILL
+//!   after the grace period), CNI DEL runs, the netns and cgroups go, and a terminating Pod
+//!   is deleted for good (`gracePeriodSeconds: 0`, uid precondition).
 //! - What it set up is recorded under its state dir, so a restarted kubelet adopts its pods
 //!   and cleans up those deleted meanwhile.
 
@@ -18,6 +21,7 @@ pub mod container;
 mod pod;
 pub mod probe;
 mod register;
+mod schedule;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -94,12 +98,14 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
         .map_err(|e| KubeletError::Host(format!("SIGTERM handler: {e}")))?;
     let api: Api<Pod> = Api::all(client.clone());
     let mut heartbeat = tokio::time::Instant::now();
+    let mut stopping: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
     loop {
         tokio::select! {
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
             () = tokio::time::sleep(TICK) => {}
         }
+        schedule::schedule(&client, &config).await;
         let selector = format!("spec.nodeName={}", config.node_name);
         let listed = match api.list(&ListParams::default().fields(&selector)).await {
             Ok(list) => list.items,
@@ -110,7 +116,10 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
         };
         let current: BTreeMap<String, Pod> =
             listed.into_iter().map(|p| (pod::key(&p), p)).collect();
-        // Gone or terminating: torn down.
+        // Tear-downs that finished free their pod's name.
+        stopping.retain(|_, task| !task.is_finished());
+        // Gone or terminating: torn down in the background (a grace period can be long),
+        // then a terminating pod is deleted for good.
         let leaving: Vec<String> = pods
             .keys()
             .filter(|k| {
@@ -122,13 +131,15 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
             .collect();
         for key in leaving {
             if let Some(record) = pods.remove(&key) {
-                pod::tear_down(&config, &record);
-                if let Some(p) = current.get(&key) {
-                    pod::delete_for_good(&client, p).await;
-                }
+                let terminating = current.get(&key).cloned();
+                let task = stop(&client, &config, record, terminating);
+                stopping.insert(key, task);
             }
         }
         for (key, p) in &current {
+            if stopping.contains_key(key) {
+                continue;
+            }
             if p.metadata.deletion_timestamp.is_some() {
                 // Terminating and never set up here: nothing to stop.
                 if !pods.contains_key(key) {
@@ -143,7 +154,8 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
                 }
                 // Same name, new pod: the old sandbox goes first.
                 if let Some(old) = pods.remove(key) {
-                    pod::tear_down(&config, &old);
+                    stopping.insert(key.clone(), stop(&client, &config, old, None));
+                    continue;
                 }
             }
             match pod::set_up(&client, &config, p).await {
@@ -161,6 +173,33 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
     }
     tracing::info!(node = %config.node_name, "kubelet stopping; pods keep running");
     Ok(())
+}
+
+/// Tears `record`'s pod down on a blocking thread: its containers get the grace period of
+/// `terminating` (the pod being deleted gracefully) or the pod's own; then a terminating
+/// pod is deleted with `gracePeriodSeconds: 0` and its uid as precondition, as kubelet does
+/// once the containers are gone.
+fn stop(
+    client: &kube::Client,
+    config: &KubeletConfig,
+    record: PodRecord,
+    terminating: Option<Pod>,
+) -> tokio::task::JoinHandle<()> {
+    let grace = terminating.as_ref().map_or_else(
+        || Duration::from_secs(u64::try_from(record.termination_grace_seconds).unwrap_or(0)),
+        pod::grace_period,
+    );
+    let (client, config) = (client.clone(), config.clone());
+    tokio::spawn(async move {
+        let torn_down =
+            tokio::task::spawn_blocking(move || pod::tear_down(&config, &record, grace));
+        if let Err(error) = torn_down.await {
+            tracing::warn!(%error, "pod tear-down failed");
+        }
+        if let Some(p) = terminating {
+            pod::delete_for_good(&client, &p).await;
+        }
+    })
 }
 
 /// Moves this process into `<cgroup_root>/kubelet.slice/kubelet.service` before any socket

@@ -60,8 +60,32 @@ pub(super) struct PodRecord {
     pub(super) start_time: String,
     #[serde(default)]
     pub(super) ready_since: String,
+    /// `spec.terminationGracePeriodSeconds`: the grace when the pod vanishes without a
+    /// graceful deletion.
+    #[serde(default = "default_grace")]
+    pub(super) termination_grace_seconds: i64,
     #[serde(skip)]
     written: Option<Value>,
+}
+
+fn default_grace() -> i64 {
+    30
+}
+
+/// How long `pod`'s containers get between SIGTERM and SIGKILL: its
+/// `deletionGracePeriodSeconds` once deleted gracefully, else its
+/// `spec.terminationGracePeriodSeconds` (30 when unset).
+pub(super) fn grace_period(pod: &Pod) -> Duration {
+    let seconds = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .or_else(|| {
+            pod.spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds)
+        })
+        .unwrap_or_else(default_grace);
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
 }
 
 /// `namespace/name`.
@@ -162,11 +186,16 @@ pub(super) async fn set_up(
         containers: Vec::new(),
         start_time: now(),
         ready_since: String::new(),
+        termination_grace_seconds: pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or_else(default_grace),
         written: None,
     };
     let outcome = set_up_networks(client, config, pod, &network, &call, &mut record).await;
     if let Err(error) = outcome {
-        tear_down(config, &record);
+        tear_down(config, &record, Duration::ZERO);
         return Err(error);
     }
     let host_ip = config
@@ -176,7 +205,7 @@ pub(super) async fn set_up(
         .unwrap_or_default();
     for spec in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         let pid = start_container(config, &record, spec, &host_ip)
-            .inspect_err(|_| tear_down(config, &record))?;
+            .inspect_err(|_| tear_down(config, &record, Duration::ZERO))?;
         record.containers.push(ContainerRecord {
             name: spec.name.clone(),
             pid,
@@ -513,10 +542,19 @@ async fn write_status(client: &kube::Client, config: &KubeletConfig, record: &mu
     }
 }
 
-/// Stops the containers, runs CNI DEL, deletes the netns, cgroups and record.
-pub(super) fn tear_down(config: &KubeletConfig, record: &PodRecord) {
+/// Stops the containers (SIGTERM to each, SIGKILL to those still running after `grace`),
+/// runs CNI DEL, deletes the netns, cgroups and record.
+pub(super) fn tear_down(config: &KubeletConfig, record: &PodRecord, grace: Duration) {
     for c in &record.containers {
-        stop_container(c.pid, Duration::from_secs(5));
+        container::signal(c.pid, rustix::process::Signal::TERM);
+    }
+    let deadline = Instant::now() + grace;
+    while record.containers.iter().any(|c| container::alive(c.pid)) && Instant::now() < deadline {
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+    for c in record.containers.iter().filter(|c| container::alive(c.pid)) {
+        tracing::info!(pod = %format!("{}/{}", record.namespace, record.name), container = %c.name, "grace period over; killing");
+        container::signal(c.pid, rustix::process::Signal::KILL);
     }
     let netns_path = format!("/run/netns/{}", record.netns);
     let call = Invocation {
@@ -596,5 +634,26 @@ pub(super) async fn report_failure(
     });
     if let Ok(event) = serde_json::from_value(event) {
         let _ = api.create(&PostParams::default(), &event).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_period_is_the_deletions_then_the_pods_own() {
+        let pod = |value: Value| -> Pod { serde_json::from_value(value).unwrap() };
+        let terminating = pod(
+            json!({"metadata": {"name": "p", "deletionGracePeriodSeconds": 7},
+                                     "spec": {"terminationGracePeriodSeconds": 60, "containers": []}}),
+        );
+        assert_eq!(grace_period(&terminating), Duration::from_secs(7));
+        let own = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"terminationGracePeriodSeconds": 60, "containers": []}}),
+        );
+        assert_eq!(grace_period(&own), Duration::from_secs(60));
+        let unset = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+        assert_eq!(grace_period(&unset), Duration::from_secs(30));
     }
 }

@@ -20,6 +20,17 @@ pub(crate) fn run_daemon(command: SandboxCommand) -> anyhow::Result<()> {
                 .block_on(udn_sandbox::kubelet::run(config))
                 .context("the simulated kubelet")
         }
+        SandboxCommand::Endpoints(args) => {
+            init_logging();
+            runtime()?.block_on(async {
+                let client = udn_sandbox::client::client(&args.kubeconfig)
+                    .await
+                    .context("the API client")?;
+                udn_sandbox::endpointslice::run(client, stopped())
+                    .await
+                    .context("the EndpointSlice controller")
+            })
+        }
         SandboxCommand::Forward(args) => {
             init_logging();
             udn_sandbox::forward::Forwarder::serve_forever(&args.netns, args.listen, args.to)
@@ -40,6 +51,22 @@ fn init_logging() {
         .with_ansi(false)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Completes on SIGTERM or SIGINT (`down` stops the daemons with SIGTERM).
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

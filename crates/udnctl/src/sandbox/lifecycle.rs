@@ -99,7 +99,10 @@ pub(crate) fn run(command: &SandboxCommand) -> Option<anyhow::Result<ExitCode>> 
                 cmd.status().context("running the command in the pod")
             })
             .map(exit_code),
-        SandboxCommand::Kubelet(_) | SandboxCommand::Image(_) | SandboxCommand::Forward(_) => {
+        SandboxCommand::Kubelet(_)
+        | SandboxCommand::Image(_)
+        | SandboxCommand::Forward(_)
+        | SandboxCommand::Endpoints(_) => {
             return None;
         }
     })

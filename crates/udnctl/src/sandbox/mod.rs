@@ -51,6 +51,9 @@ pub(crate) enum SandboxCommand {
     /// A node's way to the API server (started by `up`).
     #[command(hide = true)]
     Forward(ForwardArgs),
+    /// kube-controller-manager's EndpointSlice controller (started by `up`).
+    #[command(hide = true)]
+    Endpoints(EndpointsArgs),
 }
 
 /// The sandbox directory.
@@ -122,6 +125,14 @@ pub(crate) struct KubeletArgs {
     /// The kubelet's configuration (JSON `KubeletConfig`).
     #[arg(long)]
     pub(crate) config: PathBuf,
+}
+
+/// `udnctl sandbox endpoints`.
+#[derive(Debug, Args)]
+pub(crate) struct EndpointsArgs {
+    /// The API server.
+    #[arg(long)]
+    pub(crate) kubeconfig: PathBuf,
 }
 
 /// `udnctl sandbox image`.
