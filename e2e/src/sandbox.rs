@@ -292,6 +292,30 @@ impl Sandbox {
         }
     }
 
+    /// Copies the sandbox's logs (components and the lab's OVN daemons) to
+    /// `<tmp>/<dir name>-logs` before `down` removes them, and says where.
+    pub fn keep_logs(&self) {
+        let name = self
+            .dir
+            .file_name()
+            .map_or_else(|| "udn-e2e".into(), |n| n.to_string_lossy().into_owned());
+        let kept = self.dir.with_file_name(format!("{name}-logs"));
+        let _ = std::fs::remove_dir_all(&kept);
+        // The logs only: the directory also holds sockets, which cp cannot copy.
+        let copied = std::fs::create_dir_all(&kept).is_ok()
+            && Command::new("sh")
+                .arg("-c")
+                .arg(r#"cd "$1" && find . -name '*.log' -exec cp --parents {} "$2" \;"#)
+                .arg("sh")
+                .arg(&self.dir)
+                .arg(&kept)
+                .status()
+                .is_ok_and(|s| s.success());
+        if copied {
+            eprintln!("the sandbox's logs are kept in {}", kept.display());
+        }
+    }
+
     /// `udnctl sandbox down`; panics when it fails.
     pub fn down(&self) {
         let out = self.udnctl(&["down"]);
@@ -344,6 +368,9 @@ pub fn run_suite(
     // One sandbox: the scenarios run one at a time.
     args.test_threads = Some(1);
     let conclusion = libtest_mimic::run(&args, trials);
+    if conclusion.has_failed() {
+        sandbox.keep_logs();
+    }
     sandbox.down();
     conclusion.exit_code()
 }
