@@ -276,6 +276,33 @@ impl Sandbox {
         }
     }
 
+    /// `ovs-vsctl <args>` on node `node`'s OVS database: its output, or the error.
+    pub fn vsctl(&self, node: &str, args: &[&str]) -> Result<String, String> {
+        let state = self.state();
+        let remote = state["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|n| n["name"] == node)
+            .and_then(|n| n["ovsRemote"].as_str())
+            .ok_or_else(|| format!("no node {node} in the sandbox"))?
+            .to_owned();
+        let out = Command::new("ovs-vsctl")
+            .arg(format!("--db={remote}"))
+            .args(args)
+            .output()
+            .map_err(|e| format!("running ovs-vsctl: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "ovs-vsctl {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
     /// `udnctl sandbox nbctl <node> -- <args>`: its output, or the error.
     pub fn nbctl(&self, node: &str, args: &[&str]) -> Result<String, String> {
         let mut all = vec!["nbctl", node, "--"];

@@ -1,4 +1,4 @@
-//! Primary networks of every kind in one sandbox, with pods on both nodes:
+//! Networks of every kind in one sandbox, with pods on both nodes:
 //! - the seed guide's blue and green tenants (docs/examples/blue-green.yaml, unchanged):
 //!   a primary Layer3 UserDefinedNetwork each;
 //! - BERLIN and MUNICH (docs/examples/berlin-munich.yaml, without its `blue` and `green`
@@ -6,7 +6,9 @@
 //!   ClusterUserDefinedNetworks spanning namespaces, on the same (overlapping) subnet;
 //! - teal: a primary Layer2 UserDefinedNetwork, and `l2-tenants`: a primary Layer2
 //!   ClusterUserDefinedNetwork over the namespaces lime and olive, both on 10.100.0.0/16;
-//! - a pod on the default network.
+//! - a pod on the default network;
+//! - storage-vlan (docs/examples/localnet-vlan.yaml, unchanged): a secondary Localnet CUDN
+//!   on VLAN 200 over two namespaces without a primary network, attached as `net1`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -613,6 +615,124 @@ fn a_network_in_use_is_kept_until_its_pods_are_gone(sandbox: &Sandbox) -> Result
     Ok(())
 }
 
+const LOCALNET_VLAN: &str = include_str!("../../docs/examples/localnet-vlan.yaml");
+
+/// A second namespace the storage-vlan CUDN selects (no primary-network label).
+const DB2: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: db2
+  labels:
+    storage: "true"
+"#;
+
+/// Maps `physnet-tenant` (the localnet CUDN's physicalNetworkName) to `breth0` on `node`, as
+/// an admin does on a real node for a localnet network, keeping the mappings already there.
+fn map_tenant_physnet(sandbox: &Sandbox, node: &str) -> Result<(), String> {
+    let current = sandbox.vsctl(
+        node,
+        &[
+            "get",
+            "Open_vSwitch",
+            ".",
+            "external_ids:ovn-bridge-mappings",
+        ],
+    )?;
+    let current = current.trim().trim_matches('"');
+    if current.split(',').any(|m| m.starts_with("physnet-tenant:")) {
+        return Ok(());
+    }
+    let mappings = format!("{current},physnet-tenant:breth0");
+    sandbox
+        .vsctl(
+            node,
+            &[
+                "set",
+                "Open_vSwitch",
+                ".",
+                &format!("external_ids:ovn-bridge-mappings=\"{mappings}\""),
+            ],
+        )
+        .map(|_| ())
+}
+
+fn a_localnet_vlan_network_connects_two_namespaces_over_net1(
+    sandbox: &Sandbox,
+) -> Result<(), String> {
+    for node in ["node1", "node2"] {
+        map_tenant_physnet(sandbox, node)?;
+    }
+    sandbox.apply(LOCALNET_VLAN);
+    sandbox.apply(DB2);
+    let a = ("db", "db-a");
+    let b = ("db2", "db-b");
+    sandbox.run_pods(&[
+        PodSpec {
+            namespace: a.0,
+            name: a.1,
+            node: "node1",
+            networks: Some("storage-vlan"),
+            ..PodSpec::default()
+        },
+        PodSpec {
+            namespace: b.0,
+            name: b.1,
+            node: "node2",
+            networks: Some("storage-vlan"),
+            ..PodSpec::default()
+        },
+    ])?;
+    // Multus' network-status names the NAD and the interface; the IP is outside the
+    // excluded 192.0.2.0/29.
+    for (namespace, name) in [a, b] {
+        let status = sandbox.network_status(namespace, name)?;
+        let entry = status
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["interface"] == "net1")
+            .ok_or_else(|| format!("{namespace}/{name} has no net1 in {status}"))?;
+        let expected_name = format!("{namespace}/storage-vlan");
+        if entry["name"] != expected_name.as_str() {
+            return Err(format!(
+                "{namespace}/{name}'s net1 entry {entry}: expected name {expected_name}"
+            ));
+        }
+        let ip = sandbox.ip_on(namespace, name, "net1")?;
+        let last: u8 = ip
+            .strip_prefix("192.0.2.")
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(|| format!("{namespace}/{name}'s net1 IP {ip} is not in 192.0.2.0/24"))?;
+        if last < 8 {
+            return Err(format!(
+                "{namespace}/{name}'s net1 IP {ip} is in the excluded 192.0.2.0/29"
+            ));
+        }
+    }
+    sandbox.reaches(a, b, "net1")?;
+    sandbox.reaches(b, a, "net1")?;
+    // The localnet port carries VLAN 200 in both zones.
+    for node in ["node1", "node2"] {
+        let tags = sandbox.nbctl(
+            node,
+            &[
+                "--bare",
+                "--columns=tag",
+                "find",
+                "Logical_Switch_Port",
+                "type=localnet",
+            ],
+        )?;
+        if !tags.lines().any(|t| t.trim() == "200") {
+            return Err(format!(
+                "no localnet port with tag 200 in {node}'s zone: {tags:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The SecondaryPods port group's name in node `node`'s zone (the default network's
 /// isolation of primary-UDN pods' eth0).
 fn isolation_port_group(sandbox: &Sandbox, node: &str) -> Result<String, String> {
@@ -704,7 +824,7 @@ fn seconds_since(since: k8s_openapi::jiff::Timestamp) -> i64 {
 
 fn main() -> std::process::ExitCode {
     run_suite(
-        "primary",
+        "networks",
         2,
         setup,
         &[
@@ -744,6 +864,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_network_in_use_is_kept_until_its_pods_are_gone",
                 a_network_in_use_is_kept_until_its_pods_are_gone,
+            ),
+            (
+                "a_localnet_vlan_network_connects_two_namespaces_over_net1",
+                a_localnet_vlan_network_connects_two_namespaces_over_net1,
             ),
             (
                 "the_isolation_scenario_fails_without_the_isolation_acls",
