@@ -1,12 +1,15 @@
 //! Watch plumbing shared by the allocating controllers: a reflector-backed watch whose
 //! events are handed to a callback (which queues keys); the store is the cache.
 
-use kube::api::Api;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::watcher;
+use std::pin::pin;
 
-/// Drives a reflector over `api` and calls `on_event` for every event
-/// ([`udn_runtime::watch::reflect`]).
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use tracing::warn;
+
+/// Drives a reflector over `api` and calls `on_event` for every event.
 pub(crate) async fn pump<K>(
     controller: &'static str,
     api: Api<K>,
@@ -21,9 +24,15 @@ pub(crate) async fn pump<K>(
         + Sync
         + 'static,
 {
-    udn_runtime::watch::reflect(controller, api, writer, |event| {
-        on_event(event);
-        true
-    })
-    .await;
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    let mut stream = pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => on_event(event),
+            Err(error) => warn!(controller, error = %error, "watch error"),
+        }
+    }
 }

@@ -53,15 +53,27 @@ async fn pump<K>(
         + Sync
         + 'static,
 {
-    udn_runtime::watch::reflect(CONTROLLER_NAME, api, writer, |event| {
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    let mut stream = pin!(stream);
+    while let Some(event) = stream.next().await {
         let sent = match event {
-            watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => changes.send(change(&obj)),
-            watcher::Event::InitDone => changes.send(Change::All),
-            watcher::Event::Init | watcher::Event::InitApply(_) => Ok(()),
+            Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => {
+                changes.send(change(&obj))
+            }
+            Ok(watcher::Event::InitDone) => changes.send(Change::All),
+            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Ok(()),
+            Err(error) => {
+                tracing::warn!(%error, "watch error");
+                Ok(())
+            }
         };
-        sent.is_ok()
-    })
-    .await;
+        if sent.is_err() {
+            return;
+        }
+    }
 }
 
 /// Slices this controller manages: a change by someone else (an edit, a deletion) is undone
