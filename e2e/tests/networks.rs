@@ -323,41 +323,23 @@ fn host_processes_cannot_reach_a_udn_pods_default_ip(sandbox: &Sandbox) -> Resul
     Ok(())
 }
 
-/// Whether the open-default-ports scenario also sends UDP and ICMP (set
-/// `UDN_E2E_OPEN_PORTS_UDP_ICMP=1`). Off by default: on this machine's OVS 3.1.0 the
-/// userspace datapath's conntrack sometimes aborts ovs-vswitchd (`conntrack.c:1063:
-/// assertion conn->conn_type == CT_CONN_TYPE_DEFAULT failed in conn_update_state()`) while
-/// that traffic flows, which takes the node's dataplane down for the rest of the suite. The
-/// ACLs and nft rules for udp and icmp are checked by udn-controller's and udn-node's tests.
-fn probe_udp_icmp() -> bool {
-    std::env::var("UDN_E2E_OPEN_PORTS_UDP_ICMP").is_ok_and(|v| v == "1")
-}
-
 /// What a default-network pod reaches of `pod`'s default-network IP: (tcp 8080, udp 8081,
-/// icmp); udp and icmp are `None` when not probed.
-fn opened(
-    sandbox: &Sandbox,
-    pod: PodRef<'_>,
-) -> Result<(bool, Option<bool>, Option<bool>), String> {
+/// icmp).
+fn opened(sandbox: &Sandbox, pod: PodRef<'_>) -> Result<(bool, bool, bool), String> {
     let ip = sandbox.ip_on(pod.0, pod.1, ETH0)?;
     let tcp = sandbox
         .http_get(DEFAULT_A.0, DEFAULT_A.1, &hostname_url(&ip), 3)
         .is_some_and(|body| body.trim() == pod.1);
-    if !probe_udp_icmp() {
-        return Ok((tcp, None, None));
-    }
     let udp = sandbox
         .udp_hostname(DEFAULT_A, &ip, 2)
         .is_some_and(|body| body == pod.1);
     let icmp = sandbox.pings(DEFAULT_A, &ip, 2);
-    Ok((tcp, Some(udp), Some(icmp)))
+    Ok((tcp, udp, icmp))
 }
 
-/// Whether what `opened` saw is `expected` (tcp, udp, icmp), on what it probed.
-fn as_expected(seen: (bool, Option<bool>, Option<bool>), expected: (bool, bool, bool)) -> bool {
-    seen.0 == expected.0
-        && seen.1.is_none_or(|udp| udp == expected.1)
-        && seen.2.is_none_or(|icmp| icmp == expected.2)
+/// Whether what `opened` saw is `expected` (tcp, udp, icmp).
+fn as_expected(seen: (bool, bool, bool), expected: (bool, bool, bool)) -> bool {
+    seen == expected
 }
 
 /// Sets `pod`'s `k8s.ovn.org/open-default-ports` to `value` and waits until a default-network
@@ -378,7 +360,7 @@ fn open_ports(
         pod.1,
         &annotation,
     ]);
-    let mut seen = (false, None, None);
+    let mut seen = (false, false, false);
     sandbox
         .eventually(
             &format!("open-default-ports {value:?} opens exactly (tcp, udp, icmp) {expected:?}"),

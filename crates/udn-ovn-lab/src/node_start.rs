@@ -103,6 +103,7 @@ pub(crate) fn start_node(plan: NodePlan, role: ZoneRole) -> Result<Node, LabErro
     configure_open_vswitch(step, &plan, ovs.socket(), &sockets, &chassis_id)?;
     let vswitchd = start_vswitchd(step, &plan, ovs.socket())?;
     add_bridges(step, &plan, ovs.socket())?;
+    hide_zero_snat(step, &plan, ovs.socket())?;
     address_gateway_bridge(step, &plan)?;
     let controller = start_controller(step, &plan, ovs.socket())?;
     tracing::info!(node = %plan.name, chassis = %chassis_id, ip = %plan.ip, "lab node started");
@@ -243,6 +244,47 @@ fn add_bridges(step: &str, plan: &NodePlan, ovs: &Path) -> Result<(), LabError> 
         .arg(format!("mtu_request={}", plan.mtu))
         .args(["--", "--may-exist", "add-port", br, UPLINK])
         .args(["--", "set", "Port", UPLINK, "other_config:transient=true"])
+        .run(step)?;
+    Ok(())
+}
+
+/// Tells ovn-controller that the datapath has no all-zero SNAT, so its ACL commits are plain
+/// `ct(commit)` rather than `ct(commit, nat(src))`. OVS 3.1.0's userspace conntrack (the
+/// Debian package) keeps a NAT connection's un-NAT twin in the same hash chain as the
+/// connection itself when the NAT changes nothing, and a reply can then find the twin where it
+/// looks for the parent: `conntrack.c:1063: assertion conn->conn_type ==
+/// CT_CONN_TYPE_DEFAULT failed` aborts ovs-vswitchd (fixed in OVS 3.1.3, "conntrack: Remove
+/// nat_conn introducing key directionality"). ovs-vswitchd writes a Datapath row's
+/// capabilities only when it first sees the row, so ours stays; ovn-controller reads it.
+fn hide_zero_snat(step: &str, plan: &NodePlan, ovs: &Path) -> Result<(), LabError> {
+    vsctl(ovs, plan.timeout)
+        .args([
+            "--",
+            "--id=@dp",
+            "create",
+            "Datapath",
+            "datapath_version=\"\"",
+        ])
+        .args(["--", "set", "Open_vSwitch", ".", "datapaths:netdev=@dp"])
+        .run(step)?;
+    let dp = vsctl(ovs, plan.timeout)
+        .args(["get", "Open_vSwitch", ".", "datapaths:netdev"])
+        .run(step)?;
+    let dp = dp.trim();
+    vsctl(ovs, plan.timeout)
+        .args([
+            "wait-until",
+            "Datapath",
+            dp,
+            "capabilities:ct_zero_snat=true",
+        ])
+        .args([
+            "--",
+            "set",
+            "Datapath",
+            dp,
+            "capabilities:ct_zero_snat=false",
+        ])
         .run(step)?;
     Ok(())
 }
