@@ -119,7 +119,10 @@ fn pods_on_two_nodes_talk_through_geneve() {
     }
     for node in lab.nodes() {
         for (kind, pid) in node.pids() {
-            let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+            // A zombie keeps its /proc entry (PID 1 does not reap here): read the state.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            let alive = matches!(state, Some(Some(s)) if s != 'Z' && s != 'X');
             assert!(
                 alive,
                 "{kind:?} on {} died: {}",
