@@ -11,6 +11,7 @@
     clippy::print_stderr
 )]
 
+mod audit;
 pub mod leftovers;
 mod pods;
 mod reach;

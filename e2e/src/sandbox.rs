@@ -395,9 +395,22 @@ pub fn run_suite(
     // One sandbox: the scenarios run one at a time.
     args.test_threads = Some(1);
     let conclusion = libtest_mimic::run(&args, trials);
-    if conclusion.has_failed() {
+    let forbidden = crate::audit::forbidden_lines(&sandbox.dir);
+    for line in &forbidden {
+        eprintln!("forbidden log line: {line}");
+    }
+    let failed = conclusion.has_failed() || !forbidden.is_empty();
+    if failed {
         sandbox.keep_logs();
     }
     sandbox.down();
-    conclusion.exit_code()
+    if forbidden.is_empty() {
+        conclusion.exit_code()
+    } else {
+        eprintln!(
+            "{} forbidden log lines: the suite fails even though its scenarios passed",
+            forbidden.len()
+        );
+        std::process::ExitCode::FAILURE
+    }
 }

@@ -120,12 +120,14 @@ fn serve(stream: TcpStream) -> std::io::Result<()> {
     let target = request.split_whitespace().nth(1).unwrap_or("/");
     let (code, body) = answer(target, &peer);
     let reason = if code == 200 { "OK" } else { "Not Found" };
-    let mut stream = stream;
-    write!(
-        stream,
+    // One write: a response sent piece by piece leaves its first segment alone on the wire
+    // (Nagle holds the rest for the ACK), and a client that reads once sees only "HTTP/1.1 ".
+    let response = format!(
         "HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )?;
+    );
+    let mut stream = stream;
+    stream.write_all(response.as_bytes())?;
     stream.flush()
 }
 

@@ -1,7 +1,7 @@
 //! Probes as kubelet runs them: httpGet and tcpSocket from the kubelet process itself (its
 //! cgroup, its netns: the node's host network), exec inside the container's netns.
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -79,13 +79,75 @@ fn http_get(address: SocketAddr, path: &str, timeout: Duration) -> bool {
     if stream.write_all(request.as_bytes()).is_err() {
         return false;
     }
-    let mut head = [0_u8; 64];
-    let Ok(n) = stream.read(&mut head) else {
-        return false;
-    };
-    let line = String::from_utf8_lossy(&head[..n]);
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse::<u16>().ok())
-        .is_some_and(|code| (200..400).contains(&code))
+    status_code(&mut stream).is_some_and(|code| (200..400).contains(&code))
+}
+
+/// The status code of the response on `stream`: reads until the status line is whole (TCP
+/// may deliver it in pieces), the peer closes, or 4 KiB arrived without one.
+fn status_code(stream: &mut impl std::io::Read) -> Option<u16> {
+    let mut head = Vec::with_capacity(256);
+    let mut buf = [0_u8; 256];
+    while !head.windows(2).any(|w| w == b"\r\n") && head.len() < 4096 {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let end = head.windows(2).position(|w| w == b"\r\n")?;
+    let line = String::from_utf8_lossy(&head[..end]);
+    let mut words = line.split_whitespace();
+    words.next().filter(|v| v.starts_with("HTTP/"))?;
+    words.next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out one byte per read, as a slow network may.
+    struct Dribble<'a>(&'a [u8]);
+
+    impl std::io::Read for Dribble<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            buf[0] = *first;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn the_status_line_may_arrive_in_pieces() {
+        let response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(status_code(&mut Dribble(response)), Some(200));
+        assert_eq!(status_code(&mut Dribble(b"HTTP/1.1 503 No\r\n")), Some(503));
+        // Cut before the line ends, or not HTTP at all: no status.
+        assert_eq!(status_code(&mut Dribble(b"HTTP/1.1 ")), None);
+        assert_eq!(status_code(&mut Dribble(b"SSH-2.0-x\r\n")), None);
+    }
+
+    #[test]
+    fn every_probe_of_a_netexec_server_succeeds() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let options = crate::images::netexec::Options {
+            http_port: address.port(),
+            udp_port: None,
+        };
+        std::thread::spawn(move || crate::images::netexec::run(&options));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(address).is_err() && std::time::Instant::now() < deadline {
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+        let failures = (0..300)
+            .filter(|_| !http_get(address, "/healthz", Duration::from_secs(5)))
+            .count();
+        assert_eq!(failures, 0, "probes of /healthz that failed, of 300");
+        assert!(!http_get(address, "/nope", Duration::from_secs(5)));
+    }
 }
