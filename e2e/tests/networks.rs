@@ -477,10 +477,8 @@ fn a_udn_pod_reaches_an_external_host(sandbox: &Sandbox) -> Result<(), String> {
     Ok(())
 }
 
-fn restarting_udn_node_and_udn_controller_keeps_pods_connected(
-    sandbox: &Sandbox,
-) -> Result<(), String> {
-    for component in ["udn-node node1", "udn-controller node1"] {
+fn restarting_node_components_keeps_pods_connected(sandbox: &Sandbox) -> Result<(), String> {
+    for component in ["udn-node node1", "udn-controller node1", "kubelet node1"] {
         sandbox.restart_component(component)?;
         same_network_across_nodes(sandbox)
             .map_err(|e| format!("after restarting {component}: {e}"))?;
@@ -840,8 +838,8 @@ fn main() -> std::process::ExitCode {
                 a_udn_pod_reaches_an_external_host,
             ),
             (
-                "restarting_udn_node_and_udn_controller_keeps_pods_connected",
-                restarting_udn_node_and_udn_controller_keeps_pods_connected,
+                "restarting_node_components_keeps_pods_connected",
+                restarting_node_components_keeps_pods_connected,
             ),
             (
                 "a_network_in_use_is_kept_until_its_pods_are_gone",

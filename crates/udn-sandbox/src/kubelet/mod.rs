@@ -22,6 +22,7 @@ mod pod;
 pub mod probe;
 mod register;
 mod schedule;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -33,6 +34,7 @@ use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
 
 use self::pod::PodRecord;
+use self::worker::Worker;
 
 /// What one simulated kubelet runs with (written as JSON by `udnctl sandbox up`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +86,10 @@ pub enum KubeletError {
 /// How often pods are looked at (and probes are due at the earliest).
 const TICK: Duration = Duration::from_millis(250);
 
+/// How long a stopping kubelet waits for its pod workers to finish the step they are in
+/// (a set-up half done would leave a sandbox without a record).
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// Runs the kubelet until SIGTERM or SIGINT. Pods keep running when it stops, as they do
 /// when kubelet stops.
 pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
@@ -92,13 +98,17 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
         .await
         .map_err(|e| KubeletError::Host(e.to_string()))?;
     register::register(&client, &config).await?;
-    let mut pods: BTreeMap<String, PodRecord> = pod::load_records(&config.state_dir);
-    tracing::info!(node = %config.node_name, adopted = pods.len(), "kubelet running");
+    // Pods set up before a restart: adopted by their pod's worker, or torn down once the
+    // first listing shows their pod gone.
+    let mut adopted: BTreeMap<String, PodRecord> = pod::load_records(&config.state_dir);
+    tracing::info!(node = %config.node_name, adopted = adopted.len(), "kubelet running");
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| KubeletError::Host(format!("SIGTERM handler: {e}")))?;
     let api: Api<Pod> = Api::all(client.clone());
     let mut heartbeat = tokio::time::Instant::now();
-    let mut stopping: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    // By `namespace/name`: a new pod of the same name waits for the old one's tear-down.
+    let mut workers: BTreeMap<String, Worker> = BTreeMap::new();
     loop {
         tokio::select! {
             _ = terminate.recv() => break,
@@ -116,55 +126,36 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
         };
         let current: BTreeMap<String, Pod> =
             listed.into_iter().map(|p| (pod::key(&p), p)).collect();
-        // Tear-downs that finished free their pod's name.
-        stopping.retain(|_, task| !task.is_finished());
-        // Gone or terminating: torn down in the background (a grace period can be long),
-        // then a terminating pod is deleted for good.
-        let leaving: Vec<String> = pods
-            .keys()
-            .filter(|k| {
-                current
-                    .get(*k)
-                    .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
-            })
-            .cloned()
-            .collect();
-        for key in leaving {
-            if let Some(record) = pods.remove(&key) {
-                let terminating = current.get(&key).cloned();
-                let task = stop(&client, &config, record, terminating);
-                stopping.insert(key, task);
-            }
+        workers.retain(|_, worker| !worker.finished());
+        for (key, worker) in &workers {
+            let same = current
+                .get(key)
+                .filter(|p| p.metadata.uid.as_deref() == Some(worker.uid.as_str()));
+            worker.update(same.cloned());
+        }
+        for (key, record) in std::mem::take(&mut adopted) {
+            let pod = current
+                .get(&key)
+                .filter(|p| p.metadata.uid.as_deref() == Some(record.uid.as_str()))
+                .cloned();
+            let uid = record.uid.clone();
+            let worker = Worker::start(&client, &config, uid, pod, Some(record), stopping.clone());
+            workers.insert(key, worker);
         }
         for (key, p) in &current {
-            if stopping.contains_key(key) {
+            if workers.contains_key(key) {
                 continue;
             }
-            if p.metadata.deletion_timestamp.is_some() {
-                // Terminating and never set up here: nothing to stop.
-                if !pods.contains_key(key) {
-                    pod::delete_for_good(&client, p).await;
-                }
-                continue;
-            }
-            if let Some(record) = pods.get_mut(key) {
-                if record.uid == p.metadata.uid.clone().unwrap_or_default() {
-                    pod::tick(&client, &config, p, record).await;
-                    continue;
-                }
-                // Same name, new pod: the old sandbox goes first.
-                if let Some(old) = pods.remove(key) {
-                    stopping.insert(key.clone(), stop(&client, &config, old, None));
-                    continue;
-                }
-            }
-            match pod::set_up(&client, &config, p).await {
-                Ok(Some(record)) => {
-                    pods.insert(key.clone(), record);
-                }
-                Ok(None) => {}
-                Err(error) => pod::report_failure(&client, &config, p, &error).await,
-            }
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            let worker = Worker::start(
+                &client,
+                &config,
+                uid,
+                Some(p.clone()),
+                None,
+                stopping.clone(),
+            );
+            workers.insert(key.clone(), worker);
         }
         if heartbeat.elapsed() > Duration::from_secs(10) {
             heartbeat = tokio::time::Instant::now();
@@ -172,34 +163,12 @@ pub async fn run(config: KubeletConfig) -> Result<(), KubeletError> {
         }
     }
     tracing::info!(node = %config.node_name, "kubelet stopping; pods keep running");
+    stop.send_replace(true);
+    let joined = futures::future::join_all(workers.into_values().map(Worker::join));
+    if tokio::time::timeout(STOP_WAIT, joined).await.is_err() {
+        tracing::warn!("pod workers did not finish in time");
+    }
     Ok(())
-}
-
-/// Tears `record`'s pod down on a blocking thread: its containers get the grace period of
-/// `terminating` (the pod being deleted gracefully) or the pod's own; then a terminating
-/// pod is deleted with `gracePeriodSeconds: 0` and its uid as precondition, as kubelet does
-/// once the containers are gone.
-fn stop(
-    client: &kube::Client,
-    config: &KubeletConfig,
-    record: PodRecord,
-    terminating: Option<Pod>,
-) -> tokio::task::JoinHandle<()> {
-    let grace = terminating.as_ref().map_or_else(
-        || Duration::from_secs(u64::try_from(record.termination_grace_seconds).unwrap_or(0)),
-        pod::grace_period,
-    );
-    let (client, config) = (client.clone(), config.clone());
-    tokio::spawn(async move {
-        let torn_down =
-            tokio::task::spawn_blocking(move || pod::tear_down(&config, &record, grace));
-        if let Err(error) = torn_down.await {
-            tracing::warn!(%error, "pod tear-down failed");
-        }
-        if let Some(p) = terminating {
-            pod::delete_for_good(&client, &p).await;
-        }
-    })
 }
 
 /// Moves this process into `<cgroup_root>/kubelet.slice/kubelet.service` before any socket

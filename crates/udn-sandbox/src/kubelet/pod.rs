@@ -162,9 +162,13 @@ pub(super) async fn set_up(
         .take(8)
         .collect();
     let netns = format!("{}-{short}", config.netns_prefix);
-    let _ = crate::command::run("ip", &["netns", "delete", &netns]);
-    run_ip(&["netns", "add", &netns])?;
-    run_ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+    // Host-side steps block (commands, signals, waits): off the async threads, which the
+    // other pods' workers share.
+    tokio::task::block_in_place(|| {
+        let _ = crate::command::run("ip", &["netns", "delete", &netns]);
+        run_ip(&["netns", "add", &netns])?;
+        run_ip(&["-n", &netns, "link", "set", "lo", "up"])
+    })?;
     let container_id = format!("{:0<64}", uid.replace('-', ""));
     let netns_path = format!("/run/netns/{netns}");
     let call = Invocation {
@@ -195,7 +199,7 @@ pub(super) async fn set_up(
     };
     let outcome = set_up_networks(client, config, pod, &network, &call, &mut record).await;
     if let Err(error) = outcome {
-        tear_down(config, &record, Duration::ZERO);
+        tokio::task::block_in_place(|| tear_down(config, &record, Duration::ZERO));
         return Err(error);
     }
     let host_ip = config
@@ -204,8 +208,10 @@ pub(super) async fn set_up(
         .map(ToString::to_string)
         .unwrap_or_default();
     for spec in pod.spec.iter().flat_map(|s| s.containers.iter()) {
-        let pid = start_container(config, &record, spec, &host_ip)
-            .inspect_err(|_| tear_down(config, &record, Duration::ZERO))?;
+        let pid = tokio::task::block_in_place(|| {
+            start_container(config, &record, spec, &host_ip)
+                .inspect_err(|_| tear_down(config, &record, Duration::ZERO))
+        })?;
         record.containers.push(ContainerRecord {
             name: spec.name.clone(),
             pid,
@@ -416,12 +422,16 @@ pub(super) async fn tick(
             state.liveness_failures = if ok { 0 } else { state.liveness_failures + 1 };
             if state.liveness_failures >= live.failure_threshold.unwrap_or(3) {
                 tracing::info!(pod = %key(pod), container = %container_spec.name, "liveness probe failed; restarting");
-                stop_container(record.containers[index].pid, Duration::from_secs(2));
+                let pid = record.containers[index].pid;
+                tokio::task::block_in_place(|| stop_container(pid, Duration::from_secs(2)));
                 restart = true;
             }
         }
         if restart {
-            match start_container(config, record, container_spec, &host_ip) {
+            let started = tokio::task::block_in_place(|| {
+                start_container(config, record, container_spec, &host_ip)
+            });
+            match started {
                 Ok(pid) => {
                     let c = &mut record.containers[index];
                     c.pid = pid;
