@@ -82,9 +82,13 @@ pub enum BenchTarget {
         /// Primary Layer3 UDNs, one namespace each.
         #[arg(long, default_value_t = 50)]
         networks: usize,
-        /// Pods over all networks.
+        /// Pods over all networks, created once every network has its first pod Ready.
         #[arg(long, default_value_t = 400)]
         pods: usize,
+        /// Their creation rate, pods per second (10: upstream's UDN density CI,
+        /// `contrib/perf/workloads/udn-density-l2-pods.yml`); 0 creates them back to back.
+        #[arg(long, default_value_t = 10.0)]
+        qps: f64,
     },
     /// The NB controller (release binary) against udn-kube-sim and a real OVN zone: time to
     /// NB converged, sb_cfg and hv_cfg; per-network SB logical flows, OpenFlow flows and
@@ -140,8 +144,20 @@ impl Cli {
                 target: BenchTarget::ClusterManager { udns, nodes },
             } => bench::cluster_manager::run_and_record(&root, udns, nodes),
             Command::Bench {
-                target: BenchTarget::Sandbox { networks, pods },
-            } => bench::sandbox::run_and_record(&root, bench::sandbox::Options { networks, pods }),
+                target:
+                    BenchTarget::Sandbox {
+                        networks,
+                        pods,
+                        qps,
+                    },
+            } => bench::sandbox::run_and_record(
+                &root,
+                bench::sandbox::Options {
+                    networks,
+                    pods,
+                    qps,
+                },
+            ),
             Command::Bench {
                 target: BenchTarget::Cni { pods },
             } => bench::cni::run_and_record(

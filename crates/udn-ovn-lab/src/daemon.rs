@@ -101,7 +101,28 @@ pub(crate) fn kill_and_wait(step: &str, pid: u32, pidfile: &Path) -> Result<(), 
             Err(errno) => return Err(process("signal", errno.into())),
         }
     }
-    wait_for_lock(&file).map_err(|source| process("wait for the exit of", source))
+    wait_for_lock(&file).map_err(|source| process("wait for the exit of", source))?;
+    wait_exited(pid);
+    Ok(())
+}
+
+/// The pidfile's lock goes when the process drops its files, a moment before it becomes a
+/// zombie: until then it still shows as running (state R or D) to whoever looks right after
+/// a tear-down. Waits for that moment too (bounded: the lock already says it is going).
+fn wait_exited(pid: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while exiting_or_running(pid) && std::time::Instant::now() < deadline {
+        std::thread::park_timeout(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Whether `/proc/PID/stat` shows a state other than zombie (Z) or dead (X).
+fn exiting_or_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, after)| after.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 impl Drop for Daemon {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 /// The processes reported by name; everything else counts as "other".
-pub const WATCHED: [&str; 9] = [
+pub const WATCHED: [&str; 10] = [
     "ovs-vswitchd",
     "ovn-northd",
     "ovn-controller",
@@ -17,6 +17,8 @@ pub const WATCHED: [&str; 9] = [
     "udn-cluster-man",
     "udn-kube-sim",
     "xtask",
+    // The sandbox's kubelets and the built-in images' processes.
+    "udnctl",
 ];
 
 /// The name the bench's waited children are reported under.
