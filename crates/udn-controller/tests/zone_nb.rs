@@ -140,6 +140,20 @@ async fn pods_get_addresses_ports_and_a_restart_changes_nothing() {
         "{chassis}"
     );
 
+    // A new pod re-renders its own network only: blue's render is left as it is.
+    put_pod(&client, "plain", "late", "node1", json!({})).await;
+    let seen = zone.converged_seeing(WAIT).await;
+    assert!(
+        seen.iter().all(|r| r.rendered <= 1 && r.networks == 2),
+        "{seen:#?}"
+    );
+    assert!(seen.iter().any(|r| r.rendered == 1), "{seen:#?}");
+    let ports = nbctl(
+        &nb,
+        &["--bare", "--columns=name", "list", "Logical_Switch_Port"],
+    );
+    assert!(ports.lines().any(|l| l == "plain_late"), "{ports}");
+
     // A restarted controller finds everything in place and writes nothing.
     zone.stop().await;
     let mut zone = start_zone(&cluster, zone_config("node1"), nb.endpoint(), sb.endpoint()).await;

@@ -83,6 +83,16 @@ pub struct Zone {
     unit_keys: BTreeMap<String, std::collections::BTreeSet<udn_ovsdb::engine::UnitKey>>,
     /// The next pass plans every network with its whole scope.
     sweep: bool,
+    /// Per network controller, what its last fully applied render was made from (see
+    /// `pass.rs`: a network whose inputs are the same is not rendered again).
+    rendered: BTreeMap<String, pass::Rendered>,
+    /// The nodes those renders saw.
+    rendered_nodes: Vec<crate::model::Node>,
+    /// The Northbound replica's generation those renders were applied to: a reconnect (a
+    /// restarted or restored server) may have lost them.
+    rendered_generation: u64,
+    /// Whether the last pass had a failure: the next one renders everything.
+    last_pass_failed: bool,
     running: BTreeMap<String, Running>,
     ipam: ZoneIpam,
     restored: bool,
@@ -146,6 +156,10 @@ impl Zone {
                 sb,
                 engines: BTreeMap::new(),
                 unit_keys: BTreeMap::new(),
+                rendered: BTreeMap::new(),
+                rendered_nodes: Vec::new(),
+                rendered_generation: 0,
+                last_pass_failed: false,
                 sweep: true,
                 running: BTreeMap::new(),
                 ipam: ZoneIpam::default(),

@@ -26,6 +26,9 @@ use crate::topology::{
 pub struct PassReport {
     /// Networks reconciled.
     pub networks: usize,
+    /// Of those, the ones rendered and planned anew (the others' inputs had not changed
+    /// since their last fully applied render).
+    pub rendered: usize,
     /// Northbound operations committed.
     pub nb_ops: usize,
     /// Southbound operations committed.
@@ -42,6 +45,32 @@ impl PassReport {
     /// Whether a pass should come again soon.
     pub fn needs_retry(&self) -> bool {
         self.failures > 0 || self.pending > 0 || self.pods_annotated > 0
+    }
+}
+
+/// What a network's last fully applied render was made from, and what of that render a
+/// pass needs again when it does not render the network anew: the rows outside the engine
+/// (load balancer groups, static MAC bindings) and the problems it reported.
+#[derive(Debug, Clone)]
+pub(super) struct Rendered {
+    net: Network,
+    pods: Vec<PodAttachment>,
+    copp: Option<Uuid>,
+    groups: BTreeMap<String, Uuid>,
+    keyed: NetworkDesired,
+    warnings: Vec<Warning>,
+}
+
+impl Rendered {
+    /// Whether rendering `net` with these inputs again would give what is applied already.
+    fn same(
+        &self,
+        net: &Network,
+        pods: &[PodAttachment],
+        copp: Option<Uuid>,
+        groups: &BTreeMap<String, Uuid>,
+    ) -> bool {
+        self.net == *net && self.pods == pods && self.copp == copp && self.groups == *groups
     }
 }
 
@@ -148,6 +177,7 @@ impl Zone {
         self.events.report(warnings).await;
         self.sweep = false;
 
+        self.last_pass_failed = report.failures > 0;
         let result = if report.failures == 0 { "ok" } else { "error" };
         self.metrics
             .passes
@@ -158,6 +188,7 @@ impl Zone {
             .observe(started.elapsed().as_secs_f64());
         debug!(
             networks = report.networks,
+            rendered = report.rendered,
             nb_ops = report.nb_ops,
             sb_ops = report.sb_ops,
             pods_annotated = report.pods_annotated,
@@ -277,6 +308,19 @@ impl Zone {
         let empty: Vec<PodAttachment> = Vec::new();
         let mut jobs: Vec<(&Network, Job)> = Vec::new();
         let mut render = std::time::Duration::ZERO;
+        // A network rendered from the same inputs as its last fully applied render is left
+        // alone: a pod change re-renders its own networks, not the zone's hundreds. A sweep
+        // (the first pass, every resync), the pass after a failure and the first pass on a
+        // new Northbound connection render and plan everything, which also repairs rows
+        // changed behind our back.
+        let generation = self.nb.generation();
+        if generation != self.rendered_generation || self.last_pass_failed {
+            self.rendered.clear();
+            self.rendered_generation = generation;
+        }
+        let nodes_same = self.rendered_nodes == snap.nodes;
+        let mut fresh: BTreeMap<String, Rendered> = BTreeMap::new();
+        let mut skipped = 0_usize;
         // The default network first: it owns the COPP the other routers refer to.
         for net in order {
             if self.teardown_failed.contains(&net.controller_name()) {
@@ -303,13 +347,26 @@ impl Zone {
             zone.ephemeral_port_range
                 .clone_from(&self.config.ephemeral_port_range);
             let pods = attachments.get(&net.name).unwrap_or(&empty);
+            let controller = net.controller_name();
+            if let Some(last) = self.rendered.get(&controller)
+                && !self.sweep
+                && nodes_same
+                && zone.ahead.is_empty()
+                && last.same(net, pods, copp, &zone.load_balancer_groups)
+            {
+                warnings.extend(last.warnings.iter().cloned());
+                keyed_parts.push(last.keyed.clone());
+                skipped += 1;
+                continue;
+            }
             let render_started = Instant::now();
             let desired: NetworkDesired = topology::network_desired(net, &zone, pods);
             render += render_started.elapsed();
+            let mut own_warnings = Vec::new();
             for problem in &desired.problems {
                 let message = format!("network {}: {problem}", net.name);
                 match problem_subject(net, problem) {
-                    Some(subject) => warnings.push(Warning {
+                    Some(subject) => own_warnings.push(Warning {
                         subject,
                         reason: problem_reason(problem),
                         message,
@@ -317,15 +374,29 @@ impl Zone {
                     None => warn!(network = %net.name, problem = %message, "cannot render"),
                 }
             }
-            keyed_parts.push(NetworkDesired {
+            warnings.extend(own_warnings.iter().cloned());
+            let keyed = NetworkDesired {
                 controller: desired.controller.clone(),
                 units: Vec::new(),
                 load_balancer_groups: desired.load_balancer_groups.clone(),
                 static_mac_bindings: desired.static_mac_bindings.clone(),
                 problems: Vec::new(),
-            });
+            };
+            keyed_parts.push(keyed.clone());
+            fresh.insert(
+                controller,
+                Rendered {
+                    net: net.clone(),
+                    pods: pods.clone(),
+                    copp,
+                    groups: zone.load_balancer_groups.clone(),
+                    keyed,
+                    warnings: own_warnings,
+                },
+            );
             let job = self.prepare(desired);
             jobs.push((net, job));
+            report.rendered += 1;
         }
         let engines_started = Instant::now();
         let written = write_jobs(&self.nb, &self.policy, lead, jobs).await;
@@ -359,8 +430,28 @@ impl Zone {
         }
         // Every write of the pass is answered: each network is verified now.
         let done = written.verify(&self.nb);
-        self.finish_jobs(done, report);
+        let applied = self.finish_jobs(done, report);
+        // Only a render that fully landed may be skipped next time; one that did not is
+        // rendered and planned again.
+        for (controller, rendered) in fresh {
+            if applied.contains(&controller) {
+                self.rendered.insert(controller, rendered);
+            } else {
+                self.rendered.remove(&controller);
+            }
+        }
+        let live: BTreeSet<String> = snap
+            .networks
+            .networks
+            .values()
+            .map(Network::controller_name)
+            .filter(|c| !self.teardown_failed.contains(c))
+            .collect();
+        self.rendered
+            .retain(|controller, _| live.contains(controller));
+        self.rendered_nodes.clone_from(&snap.nodes);
         debug!(
+            skipped,
             render_ms = render.as_millis() as u64,
             engines_ms = engines_started.elapsed().as_millis() as u64,
             "networks reconciled"
@@ -417,7 +508,8 @@ impl Zone {
     }
 
     /// Records what the jobs did: unit tracking, metrics, failures.
-    fn finish_jobs(&mut self, done: Vec<Done<'_>>, report: &mut PassReport) {
+    fn finish_jobs(&mut self, done: Vec<Done<'_>>, report: &mut PassReport) -> BTreeSet<String> {
+        let mut applied = BTreeSet::new();
         for Done {
             net,
             meta,
@@ -427,6 +519,7 @@ impl Zone {
         {
             let ok = self.record_network(net, result, report, took);
             if ok {
+                applied.insert(meta.controller.clone());
                 self.unit_keys.insert(meta.controller, meta.keys);
             } else if meta.sweeping {
                 // The gone units this sweep found (and maybe did not delete) are not known
@@ -452,6 +545,7 @@ impl Zone {
                     .observe(since.elapsed().as_secs_f64());
             }
         }
+        applied
     }
 
     /// Logs and counts a network's reconcile; whether everything landed.

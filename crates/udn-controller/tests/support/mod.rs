@@ -64,6 +64,34 @@ impl RunningZone {
         }
     }
 
+    /// Like [`Self::converged`], and also every pass report seen on the way (a pass that
+    /// ends while another is being looked at may go unseen).
+    pub async fn converged_seeing(&mut self, timeout: Duration) -> Vec<PassReport> {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        let mut last_count = self.reports.borrow().0;
+        loop {
+            let (count, report) = self.reports.borrow_and_update().clone();
+            if count != last_count {
+                last_count = count;
+                seen.push(report.clone());
+            }
+            if report.failures == 0 && report.pending == 0 && report.pods_annotated == 0 {
+                let quiet =
+                    tokio::time::timeout(Duration::from_millis(300), self.reports.changed()).await;
+                if quiet.is_err() && !seen.is_empty() {
+                    return seen;
+                }
+                continue;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "zone did not converge: last pass {count}: {report:?}"
+            );
+            let _ = tokio::time::timeout(Duration::from_millis(200), self.reports.changed()).await;
+        }
+    }
+
     /// Waits for the first pass and returns its report.
     pub async fn first_pass(&mut self, timeout: Duration) -> PassReport {
         let deadline = Instant::now() + timeout;
