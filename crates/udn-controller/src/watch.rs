@@ -2,17 +2,13 @@
 //! Namespaces, NetworkAttachmentDefinitions) and a stream of what changed, so that a pass
 //! re-renders only the networks a change can affect.
 
-use std::pin::pin;
-
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
-use tracing::warn;
 use udn_api::nad::NetworkAttachmentDefinition;
 
 /// One changed object (by key).
@@ -73,27 +69,17 @@ async fn pump<K>(
         + Sync
         + 'static,
 {
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
-    );
-    let mut stream = pin!(stream);
-    while let Some(event) = stream.next().await {
+    udn_runtime::watch::reflect(resource, api, writer, |event| {
         let sent = match event {
-            Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => {
+            watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => {
                 changes.send(change(key_of(obj.meta())))
             }
-            Ok(watcher::Event::InitDone) => changes.send(Change::Relist),
-            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Ok(()),
-            Err(error) => {
-                warn!(resource, error = %error, "watch error");
-                Ok(())
-            }
+            watcher::Event::InitDone => changes.send(Change::Relist),
+            watcher::Event::Init | watcher::Event::InitApply(_) => Ok(()),
         };
-        if sent.is_err() {
-            return;
-        }
-    }
+        sent.is_ok()
+    })
+    .await;
 }
 
 /// Starts the watches on `tasks`; changes go to `changes`. Returns once every store holds its

@@ -44,6 +44,7 @@ pub mod leader;
 pub mod process;
 pub mod signals;
 pub mod telemetry;
+pub mod watch;
 
 pub use admin::{AdminError, AdminServer, METRICS_CONTENT_TYPE, Readiness};
 pub use args::RuntimeArgs;

@@ -53,27 +53,15 @@ async fn pump<K>(
         + Sync
         + 'static,
 {
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
-    );
-    let mut stream = pin!(stream);
-    while let Some(event) = stream.next().await {
+    udn_runtime::watch::reflect(CONTROLLER_NAME, api, writer, |event| {
         let sent = match event {
-            Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => {
-                changes.send(change(&obj))
-            }
-            Ok(watcher::Event::InitDone) => changes.send(Change::All),
-            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Ok(()),
-            Err(error) => {
-                tracing::warn!(%error, "watch error");
-                Ok(())
-            }
+            watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => changes.send(change(&obj)),
+            watcher::Event::InitDone => changes.send(Change::All),
+            watcher::Event::Init | watcher::Event::InitApply(_) => Ok(()),
         };
-        if sent.is_err() {
-            return;
-        }
-    }
+        sent.is_ok()
+    })
+    .await;
 }
 
 /// Slices this controller manages: a change by someone else (an edit, a deletion) is undone

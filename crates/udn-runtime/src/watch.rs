@@ -1,0 +1,44 @@
+//! The reflector-backed watch every controller runs: a watch on `api` (with kube-rs's
+//! default backoff) that keeps `writer`'s store current and hands each event to a callback,
+//! which usually queues a key for the controller's loop. The store is the cache.
+
+use std::pin::pin;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+
+/// Drives a reflector over `api` and calls `on_event` for every event until it returns
+/// `false` (its receiver is gone) or the watch ends. Watch errors are logged with `name`;
+/// the watcher retries them itself.
+pub async fn reflect<K>(
+    name: &'static str,
+    api: Api<K>,
+    writer: Writer<K>,
+    mut on_event: impl FnMut(watcher::Event<K>) -> bool,
+) where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    let mut stream = pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                if !on_event(event) {
+                    return;
+                }
+            }
+            Err(error) => tracing::warn!(watch = name, error = %error, "watch error"),
+        }
+    }
+}
