@@ -16,6 +16,25 @@ pub async fn reflect<K>(
     name: &'static str,
     api: Api<K>,
     writer: Writer<K>,
+    on_event: impl FnMut(watcher::Event<K>) -> bool,
+) where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    reflect_with(name, api, watcher::Config::default(), writer, on_event).await;
+}
+
+/// [`reflect`] with a watch configuration of its own (a field or label selector).
+pub async fn reflect_with<K>(
+    name: &'static str,
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
     mut on_event: impl FnMut(watcher::Event<K>) -> bool,
 ) where
     K: kube::Resource<DynamicType = ()>
@@ -26,10 +45,7 @@ pub async fn reflect<K>(
         + Sync
         + 'static,
 {
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).default_backoff(),
-    );
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
     let mut stream = pin!(stream);
     while let Some(event) = stream.next().await {
         match event {

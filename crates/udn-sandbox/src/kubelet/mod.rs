@@ -29,10 +29,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures::{FutureExt as _, StreamExt as _};
+use futures::FutureExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::runtime::{reflector, watcher};
 use serde::{Deserialize, Serialize};
 
 use self::pod::PodRecord;
@@ -186,19 +186,17 @@ fn watch_pods(
     let (store, writer) = reflector::store();
     let changed = std::sync::Arc::new(tokio::sync::Notify::new());
     let notify = std::sync::Arc::clone(&changed);
-    let stream = reflector::reflector(
+    let config = watcher::Config::default().fields(selector);
+    tokio::spawn(udn_runtime::watch::reflect_with(
+        "the node's pods",
+        api,
+        config,
         writer,
-        watcher(api, watcher::Config::default().fields(selector)).default_backoff(),
-    );
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => notify.notify_one(),
-                Err(error) => tracing::warn!(%error, "the node's pod watch failed; retrying"),
-            }
-        }
-    });
+        move |_| {
+            notify.notify_one();
+            true
+        },
+    ));
     (store, changed)
 }
 
