@@ -3,18 +3,15 @@
 //! that a waiter (a CNI ADD waiting for its pod's annotation) wakes on changes instead of
 //! polling.
 
-use std::pin::pin;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tracing::warn;
 use udn_api::nad::NetworkAttachmentDefinition;
 
 /// The caches and their change counter.
@@ -144,14 +141,9 @@ async fn pump<K>(
         + Sync
         + 'static,
 {
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
-    let mut stream = pin!(stream);
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(_) => {
-                bump.send_modify(|generation| *generation += 1);
-            }
-            Err(error) => warn!(resource, error = %error, "watch error"),
-        }
-    }
+    udn_runtime::watch::reflect_with(resource, api, config, writer, |_| {
+        bump.send_modify(|generation| *generation += 1);
+        true
+    })
+    .await;
 }
