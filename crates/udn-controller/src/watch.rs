@@ -61,13 +61,7 @@ async fn pump<K>(
     changes: UnboundedSender<Change>,
     change: fn(String) -> Change,
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: udn_runtime::watch::Watched,
 {
     udn_runtime::watch::reflect(resource, api, writer, |event| {
         let sent = match event {

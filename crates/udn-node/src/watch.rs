@@ -133,13 +133,7 @@ async fn pump<K>(
     writer: Writer<K>,
     bump: watch::Sender<u64>,
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: udn_runtime::watch::Watched,
 {
     udn_runtime::watch::reflect_with(resource, api, config, writer, |_| {
         bump.send_modify(|generation| *generation += 1);

@@ -9,6 +9,30 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
+/// What a reflector can watch and cache: a typed, cluster-known resource the watch
+/// decodes and the store shares across tasks. Implemented for every such type.
+pub trait Watched:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Drives a reflector over `api` and calls `on_event` for every event until it returns
 /// `false` (its receiver is gone) or the watch ends. Watch errors are logged with `name`;
 /// the watcher retries them itself.
@@ -18,13 +42,7 @@ pub async fn reflect<K>(
     writer: Writer<K>,
     on_event: impl FnMut(watcher::Event<K>) -> bool,
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     reflect_with(name, api, watcher::Config::default(), writer, on_event).await;
 }
@@ -37,13 +55,7 @@ pub async fn reflect_with<K>(
     writer: Writer<K>,
     mut on_event: impl FnMut(watcher::Event<K>) -> bool,
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
     let mut stream = pin!(stream);

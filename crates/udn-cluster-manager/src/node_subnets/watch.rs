@@ -13,13 +13,7 @@ pub(crate) async fn pump<K>(
     writer: Writer<K>,
     on_event: impl Fn(watcher::Event<K>),
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: udn_runtime::watch::Watched,
 {
     udn_runtime::watch::reflect(controller, api, writer, |event| {
         on_event(event);

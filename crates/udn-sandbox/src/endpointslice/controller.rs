@@ -45,13 +45,7 @@ async fn pump<K>(
     changes: UnboundedSender<Change>,
     change: fn(&K) -> Change,
 ) where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: udn_runtime::watch::Watched,
 {
     udn_runtime::watch::reflect(CONTROLLER_NAME, api, writer, |event| {
         let sent = match event {
