@@ -310,11 +310,13 @@ fn measure(dir: &Path, options: Options, up_s: f64) -> anyhow::Result<Figures> {
 /// Runs, prints and records in `docs/benchmarks.md` (section `sandbox-<N>x<P>`).
 pub fn run_and_record(root: &Path, options: Options) -> anyhow::Result<()> {
     let figures = run(root, options)?;
-    let rate = if options.qps > 0.0 {
+    let rate = if options.qps == UPSTREAM_QPS {
         format!(
             "{} per second (the QPS of upstream's UDN density CI, `contrib/perf/workloads/udn-density-l2-pods.yml`)",
             options.qps
         )
+    } else if options.qps > 0.0 {
+        format!("{} per second", options.qps)
     } else {
         "back to back, as fast as the API takes them".to_owned()
     };
@@ -377,17 +379,13 @@ pub fn run_and_record(root: &Path, options: Options) -> anyhow::Result<()> {
             "sandbox-{}x{}{}",
             options.networks,
             options.pods,
-            if options.qps > 0.0 { "" } else { "-burst" }
+            rate_key(options.qps)
         ),
         &format!(
             "Sandbox pod-ready latency: {} primary UDNs, {} pods, 2 nodes{}",
             options.networks,
             options.pods,
-            if options.qps > 0.0 {
-                ""
-            } else {
-                ", created back to back"
-            }
+            rate_title(options.qps)
         ),
         &body,
     )?;
@@ -397,9 +395,43 @@ pub fn run_and_record(root: &Path, options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The creation rate of upstream's UDN density CI (`udn-density-l2-pods.yml`: `qps: 10`),
+/// the default; its section is `sandbox-<N>x<P>`.
+const UPSTREAM_QPS: f64 = 10.0;
+
+/// The section key's suffix: none at upstream's rate, so other rates keep their own section.
+fn rate_key(qps: f64) -> String {
+    if qps == UPSTREAM_QPS {
+        String::new()
+    } else if qps > 0.0 {
+        format!("-qps{qps}")
+    } else {
+        "-burst".to_owned()
+    }
+}
+
+/// The section title's suffix, naming a rate other than upstream's.
+fn rate_title(qps: f64) -> String {
+    if qps == UPSTREAM_QPS {
+        String::new()
+    } else if qps > 0.0 {
+        format!(", created {qps} per second")
+    } else {
+        ", created back to back".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_rate_has_its_own_section() {
+        assert_eq!(rate_key(10.0), "");
+        assert_eq!(rate_key(2.0), "-qps2");
+        assert_eq!(rate_key(0.0), "-burst");
+        assert_eq!(rate_title(2.0), ", created 2 per second");
+    }
 
     #[test]
     fn quantiles_are_nearest_rank() {
