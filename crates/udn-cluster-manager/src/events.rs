@@ -1,4 +1,4 @@
-//! Kubernetes Events on UDNs, CUDNs and NADs. Publishing failures are logged, never fatal.
+//! Kubernetes Events (on UDNs, CUDNs, NADs and pods). Publishing failures are logged, never fatal.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder};

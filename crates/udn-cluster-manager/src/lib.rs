@@ -10,11 +10,15 @@
 //! - `layer2_ipam`: pod IP/MAC/gateway for Layer2 networks in `k8s.ovn.org/pod-networks`,
 //!   persistent IPs through IPAMClaims, and (legacy Layer2 topology) the nodes' gateway router
 //!   tunnel IDs from the same per-network tunnel ID pools.
+//! - `nad_recovery`: NetworkAttachmentDefinitions deleted while pods still name them are
+//!   created again (the k8s-net-attach-def-controller's recovery).
 
 pub mod config;
 pub mod context;
+mod events;
 pub mod layer2_ipam;
 pub mod metrics;
+pub mod nad_recovery;
 pub mod network;
 pub mod node_allocation;
 mod node_patch;

@@ -17,7 +17,6 @@ use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::FINALIZER_UDN_PROTECTION;
 
 use super::condition::{ConditionSpec, set_condition};
-use super::events::Note;
 use super::ids::{NadIdentity, NetworkIds};
 use super::nad_plan::{NadOp, controlled_by, has_finalizer};
 use super::stores::Stores;
@@ -25,6 +24,7 @@ use super::sync_error::{SyncError, api_detail};
 use super::udn_plan::FinalizerOp;
 use super::udn_reconcile::now;
 use crate::context::UDN_CONTROLLER;
+use crate::events::Note;
 
 /// What a NAD write did (for events and logs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

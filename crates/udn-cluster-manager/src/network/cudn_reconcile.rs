@@ -18,13 +18,13 @@ use super::apply::{NadWriter, api_error, lock, patch_finalizer, write_network_cr
 use super::condition::cudn_condition;
 use super::cudn_plan::{CudnPlan, Step, plan_cudn};
 use super::error::NetworkError;
-use super::events::{Note, publish};
 use super::nad_plan::{NadState, controlled_by, has_finalizer};
 use super::shared::{Owner, Shared, kind_labels};
 use super::sync_error::{SyncClass, SyncError};
 use super::udn_plan::FinalizerOp;
 use super::udn_reconcile::{change_note, failure_of_class};
 use crate::context::CUDN_CONTROLLER;
+use crate::events::{Note, publish};
 
 /// Metric label of this controller.
 pub(crate) const METRIC: &str = "cudn";

@@ -21,7 +21,6 @@ mod controller;
 mod cudn_plan;
 mod cudn_reconcile;
 mod error;
-mod events;
 #[cfg(test)]
 mod fixtures;
 mod ids;

@@ -15,10 +15,10 @@ use udn_api::nad::NetworkAttachmentDefinition;
 
 use super::apply::{error_chain, lock};
 use super::error::NetworkError;
-use super::events::{Note, publish};
 use super::ids::Released;
 use super::nad_identity::{NadKind, nad_kind};
 use super::shared::Shared;
+use crate::events::{Note, publish};
 
 /// Metric label of this controller.
 pub(crate) const METRIC: &str = "network-ids";

@@ -16,13 +16,13 @@ use udn_api::render::is_primary;
 use super::apply::{NadChange, NadWriter, api_error, lock, patch_finalizer, write_network_created};
 use super::condition::udn_condition;
 use super::error::NetworkError;
-use super::events::{Note, publish};
 use super::nad_plan::NadState;
 use super::shared::{Shared, kind_labels};
 use super::sync_error::{SyncClass, SyncError};
 use super::triggers::udn_owner;
 use super::udn_plan::{FinalizerOp, UdnOp, UdnPlan, plan_udn};
 use crate::context::UDN_CONTROLLER;
+use crate::events::{Note, publish};
 
 /// Metric label of this controller.
 pub(crate) const METRIC: &str = "udn";
