@@ -10,11 +10,14 @@
 //! - `layer2_ipam`: pod IP/MAC/gateway for Layer2 networks in `k8s.ovn.org/pod-networks`,
 //!   persistent IPs through IPAMClaims, and (legacy Layer2 topology) the nodes' gateway router
 //!   tunnel IDs from the same per-network tunnel ID pools.
+//! - `endpointslice_mirror`: in namespaces with a primary UDN, a mirror of every default
+//!   EndpointSlice with the pods' UDN addresses (and the KubeVirt live-migration exception).
 //! - `nad_recovery`: NetworkAttachmentDefinitions deleted while pods still name them are
 //!   created again (the k8s-net-attach-def-controller's recovery).
 
 pub mod config;
 pub mod context;
+pub mod endpointslice_mirror;
 mod events;
 pub mod layer2_ipam;
 pub mod metrics;
