@@ -22,6 +22,8 @@ pub struct PodSpec<'a> {
     pub annotations: &'a [(&'a str, &'a str)],
     /// Whether it also has an httpGet liveness probe (on the same port as readiness).
     pub liveness: bool,
+    /// Labels besides `app: <name>`.
+    pub labels: &'a [(&'a str, &'a str)],
 }
 
 impl PodSpec<'_> {
@@ -52,13 +54,18 @@ impl PodSpec<'_> {
         if self.liveness {
             container["livenessProbe"] = probe;
         }
+        let mut labels = serde_json::Map::new();
+        labels.insert("app".into(), self.name.into());
+        for (key, value) in self.labels {
+            labels.insert((*key).into(), (*value).into());
+        }
         serde_json::json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
                 "name": self.name,
                 "namespace": self.namespace,
-                "labels": {"app": self.name},
+                "labels": labels,
                 "annotations": annotations,
             },
             "spec": {"nodeName": self.node, "containers": [container]},

@@ -1,0 +1,262 @@
+//! Services' control plane in a sandbox, as a user sees it with kubectl: the EndpointSlice
+//! mirror of a primary-UDN namespace (the pods' UDN addresses, repaired when deleted, gone
+//! with the Service, none on the default network) and NAD recovery (an in-use
+//! NetworkAttachmentDefinition comes back when deleted; an unused one stays deleted).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use udn_e2e::{PodSpec, Sandbox, run_suite};
+
+const BLUE_GREEN: &str = include_str!("../../docs/examples/blue-green.yaml");
+
+const MIRROR: &str = "endpointslice-mirror-controller.k8s.ovn.org";
+const DEFAULT_SLICES: &str = "endpointslice-controller.k8s.io";
+
+/// A Service `web` (port 80 to 8080) over the pods labelled `tier: web`, in `blue` and in
+/// `default`.
+const SERVICES: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: blue}
+spec:
+  selector: {tier: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {tier: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+"#;
+
+/// Seed 003's bridge NAD and its pod, in a namespace of their own. The `bridge` plugin is not
+/// installed, so the pod never starts: its object naming the NAD is what counts.
+const FOO_NETWORK: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: nadtest}
+---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: foo-network, namespace: nadtest}
+spec:
+  config: '{"cniVersion": "0.3.0", "name": "foo-network", "type": "bridge", "bridge": "br0", "isGateway": true, "ipam": {"type": "host-local", "subnet": "172.36.0.0/24"}}'
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: demo
+  namespace: nadtest
+  annotations: {k8s.v1.cni.cncf.io/networks: "foo-network, foo-network"}
+spec:
+  nodeName: node1
+  containers:
+  - name: agnhost
+    image: registry.k8s.io/e2e-test-images/agnhost:2.53
+    args: [netexec, --http-port=8080]
+"#;
+
+const WEB: [(&str, &str, &str); 3] = [
+    ("blue", "blue-web-1", "node1"),
+    ("blue", "blue-web-2", "node2"),
+    ("default", "default-web", "node1"),
+];
+
+fn setup(sandbox: &Sandbox) -> Result<(), String> {
+    sandbox.apply(BLUE_GREEN);
+    let specs: Vec<PodSpec<'_>> = WEB
+        .iter()
+        .map(|(namespace, name, node)| PodSpec {
+            namespace,
+            name,
+            node,
+            labels: &[("tier", "web")],
+            ..PodSpec::default()
+        })
+        .collect();
+    sandbox.run_pods(&specs)?;
+    sandbox.apply(SERVICES);
+    Ok(())
+}
+
+/// The EndpointSlices of `namespace` managed by `manager`, as JSON.
+fn slices(sandbox: &Sandbox, namespace: &str, manager: &str) -> Vec<Value> {
+    let out = sandbox.kubectl_output(&[
+        "get",
+        "endpointslices",
+        "-n",
+        namespace,
+        "-l",
+        &format!("endpointslice.kubernetes.io/managed-by={manager}"),
+        "-o",
+        "json",
+    ]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn addresses(slices: &[Value]) -> BTreeSet<String> {
+    slices
+        .iter()
+        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+        .flat_map(|e| e["addresses"].as_array().cloned().unwrap_or_default())
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn bare(ip: String) -> String {
+    ip.split('/').next().unwrap_or_default().to_owned()
+}
+
+fn mirrored_slices_carry_the_udn_addresses(sandbox: &Sandbox) -> Result<(), String> {
+    let mut udn = BTreeSet::new();
+    let mut default = BTreeSet::new();
+    for (namespace, name, _) in &WEB[..2] {
+        udn.insert(bare(sandbox.ip_on(namespace, name, "ovn-udn1")?));
+        default.insert(bare(sandbox.ip_on(namespace, name, "eth0")?));
+    }
+    let source = sandbox.eventually("blue/web's default slice lists both pods", || {
+        let found = slices(sandbox, "blue", DEFAULT_SLICES);
+        (addresses(&found) == default).then_some(found)
+    })?;
+    let source_name = source[0]["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mirror = sandbox.eventually("blue/web's mirror lists the pods' UDN addresses", || {
+        let found = slices(sandbox, "blue", MIRROR);
+        (addresses(&found) == udn).then_some(found)
+    })?;
+    let meta = &mirror[0]["metadata"];
+    if meta["labels"]["k8s.ovn.org/service-name"] != "web"
+        || meta["annotations"]["k8s.ovn.org/source-endpointslice"] != source_name.as_str()
+        || meta["annotations"]["k8s.ovn.org/endpointslice-network"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        || meta["labels"].get("kubernetes.io/service-name").is_some()
+    {
+        return Err(format!("the mirror's labels and annotations: {meta}"));
+    }
+    if meta["ownerReferences"] != source[0]["metadata"]["ownerReferences"] {
+        return Err(format!(
+            "the mirror's owners differ from the source's: {meta}"
+        ));
+    }
+    // Deleted by hand: it comes back.
+    let name = meta["name"].as_str().unwrap_or_default().to_owned();
+    sandbox.delete("blue", &["endpointslice", &name])?;
+    sandbox.eventually("the mirror made again", || {
+        let found = slices(sandbox, "blue", MIRROR);
+        (found.len() == 1
+            && found[0]["metadata"]["name"] != name.as_str()
+            && addresses(&found) == udn)
+            .then_some(())
+    })?;
+    // The default network's namespace: slices, but no mirror.
+    sandbox.eventually("default/web's default slice", || {
+        (!slices(sandbox, "default", DEFAULT_SLICES).is_empty()).then_some(())
+    })?;
+    if !slices(sandbox, "default", MIRROR).is_empty() {
+        return Err("a namespace on the default network got a mirror".into());
+    }
+    // The mirror goes with the Service.
+    sandbox.delete("blue", &["service", "web"])?;
+    sandbox.eventually("blue/web's slices gone with the Service", || {
+        (slices(sandbox, "blue", MIRROR).is_empty()
+            && slices(sandbox, "blue", DEFAULT_SLICES).is_empty())
+        .then_some(())
+    })?;
+    Ok(())
+}
+
+fn nad(sandbox: &Sandbox) -> Option<Value> {
+    let out = sandbox.kubectl_output(&[
+        "get",
+        "network-attachment-definitions",
+        "-n",
+        "nadtest",
+        "foo-network",
+        "-o",
+        "json",
+    ]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten()
+}
+
+fn an_in_use_nad_comes_back_and_an_unused_one_stays_deleted(
+    sandbox: &Sandbox,
+) -> Result<(), String> {
+    sandbox.apply(FOO_NETWORK);
+    let original = sandbox.eventually("foo-network created", || nad(sandbox))?;
+    sandbox.delete(
+        "nadtest",
+        &["network-attachment-definitions", "foo-network"],
+    )?;
+    let deleted = Instant::now();
+    let back = sandbox.eventually("foo-network recovered", || {
+        nad(sandbox).filter(|n| n["metadata"]["uid"] != original["metadata"]["uid"])
+    })?;
+    if deleted.elapsed() > Duration::from_secs(2) {
+        return Err(format!(
+            "foo-network came back after {:?}",
+            deleted.elapsed()
+        ));
+    }
+    if back["spec"] != original["spec"] {
+        return Err(format!(
+            "the recovered spec differs: {} vs {}",
+            back["spec"], original["spec"]
+        ));
+    }
+    sandbox.eventually("the NetworkAttachmentDefinitionRecovered Event", || {
+        let events = sandbox.kubectl(&["get", "events", "-n", "nadtest", "-o", "json"]);
+        events
+            .contains("NetworkAttachmentDefinitionRecovered")
+            .then_some(())
+    })?;
+    // Without its pod, a deletion stands.
+    sandbox.delete("nadtest", &["pod", "demo", "--grace-period=0", "--force"])?;
+    sandbox.eventually("pod demo gone", || {
+        sandbox.pod("nadtest", "demo").is_none().then_some(())
+    })?;
+    sandbox.delete(
+        "nadtest",
+        &["network-attachment-definitions", "foo-network"],
+    )?;
+    // The API deletes a NAD at once (it has no finalizer): any copy seen now is a recovery.
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        if nad(sandbox).is_some() {
+            return Err("foo-network came back without a pod using it".into());
+        }
+        std::thread::park_timeout(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    run_suite(
+        "services",
+        2,
+        setup,
+        &[
+            (
+                "mirrored_slices_carry_the_udn_addresses",
+                mirrored_slices_carry_the_udn_addresses,
+            ),
+            (
+                "an_in_use_nad_comes_back_and_an_unused_one_stays_deleted",
+                an_in_use_nad_comes_back_and_an_unused_one_stays_deleted,
+            ),
+        ],
+    )
+}
