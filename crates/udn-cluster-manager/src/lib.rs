@@ -14,6 +14,8 @@
 //!   EndpointSlice with the pods' UDN addresses (and the KubeVirt live-migration exception).
 //! - `nad_recovery`: NetworkAttachmentDefinitions deleted while pods still name them are
 //!   created again (the k8s-net-attach-def-controller's recovery).
+//! - `secondary_services`: EndpointSlices with the pods' IPs on a secondary network for
+//!   Services that opt in with `isim.dev/network` or `k8s.v1.cni.cncf.io/networks`.
 
 pub mod config;
 pub mod context;
@@ -27,3 +29,4 @@ pub mod node_allocation;
 mod node_patch;
 pub mod node_subnets;
 pub mod run;
+pub mod secondary_services;

@@ -26,9 +26,9 @@ pub enum RunError {
 ///
 /// Node IDs, transit switch port addresses and the default network's host subnets are
 /// allocated always, as upstream's cluster-manager does. The UDN controllers (networks,
-/// Layer3 host subnets, Layer2 pod IPAM), the EndpointSlice mirror and NAD recovery need
-/// network segmentation (upstream: both `--enable-network-segmentation` and
-/// `--enable-multi-network`).
+/// Layer3 host subnets, Layer2 pod IPAM), the EndpointSlice mirror, NAD recovery and the
+/// Services on secondary networks need network segmentation (upstream: both
+/// `--enable-network-segmentation` and `--enable-multi-network`).
 pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), RunError> {
     let stop = {
         let shutdown = shutdown.clone();
@@ -45,8 +45,11 @@ pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), Run
             .map(|r| r.map_err(|e| RunError::Layer2Ipam(Box::new(e))));
         let mirror =
             crate::endpointslice_mirror::run(ctx.clone(), stop.clone()).map(Ok::<(), RunError>);
-        let recovery = crate::nad_recovery::run(ctx, stop).map(Ok::<(), RunError>);
-        futures::try_join!(node_ids, nodes, network, pods, mirror, recovery).map(|_| ())
+        let recovery = crate::nad_recovery::run(ctx.clone(), stop.clone()).map(Ok::<(), RunError>);
+        let services = crate::secondary_services::run(ctx, stop)
+            .boxed()
+            .map(Ok::<(), RunError>);
+        futures::try_join!(node_ids, nodes, network, pods, mirror, recovery, services).map(|_| ())
     } else {
         tracing::info!("network segmentation disabled, UDN controllers not started");
         futures::try_join!(node_ids, nodes).map(|_| ())

@@ -30,6 +30,8 @@ pub(crate) enum Kind {
     Cudn,
     Nad,
     Event,
+    Service,
+    EndpointSlice,
 }
 
 impl Kind {
@@ -41,6 +43,8 @@ impl Kind {
             Self::Cudn => ("k8s.ovn.org", "clusteruserdefinednetworks"),
             Self::Nad => ("k8s.cni.cncf.io", "network-attachment-definitions"),
             Self::Event => ("events.k8s.io", "events"),
+            Self::Service => ("", "services"),
+            Self::EndpointSlice => ("discovery.k8s.io", "endpointslices"),
         };
         ResourceKey {
             group: group.to_owned(),
