@@ -18,6 +18,7 @@ pub mod networks;
 pub mod nodes;
 pub mod pods;
 pub mod sb;
+pub mod services;
 pub mod snapshot;
 pub mod topology;
 pub mod watch;

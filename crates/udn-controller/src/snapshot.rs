@@ -1,10 +1,12 @@
 //! One pass's inputs, read from the watch caches: the networks (from NADs), the nodes (from
-//! their annotations), the namespaces labelled for a primary UDN, and the pods with the
-//! attachments they ask for. Pure (a function of the cached objects).
+//! their annotations), the namespaces labelled for a primary UDN, the pods with the
+//! attachments they ask for, and the Services with their EndpointSlices. Pure (a function of
+//! the cached objects).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Namespace, Node as KubeNode, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node as KubeNode, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use udn_api::annotations::{AnnotationError, parse_open_default_ports};
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::LABEL_PRIMARY_UDN_NAMESPACE;
@@ -13,6 +15,7 @@ use crate::model::{DEFAULT_NETWORK, Node, PodAttachment, Topology, ZoneConfig};
 use crate::networks::{NetworkSet, network_set};
 use crate::nodes::node_from_kube;
 use crate::pods::{PodProblem, PodView, Wanted, pod_view, wanted_attachments};
+use crate::services::{ServiceView, SliceView, service_view, slice_view};
 
 /// A pod and what it asks for.
 #[derive(Debug)]
@@ -40,6 +43,10 @@ pub struct Snapshot {
     pub labelled: BTreeSet<String>,
     /// Networked pods (scheduled, not host-network, not completed), by key.
     pub pods: BTreeMap<String, PodEntry>,
+    /// Services (with a name), by namespace and name.
+    pub services: Vec<ServiceView>,
+    /// EndpointSlices of Kubernetes' controller and of the mirror.
+    pub slices: Vec<SliceView>,
 }
 
 /// Reads the caches.
@@ -102,7 +109,21 @@ pub fn snapshot<'a>(
         node_errors,
         labelled,
         pods: pod_map,
+        services: Vec::new(),
+        slices: Vec::new(),
     }
+}
+
+/// Reads Services and EndpointSlices into `snap`.
+pub fn add_services<'a>(
+    snap: &mut Snapshot,
+    services: impl IntoIterator<Item = &'a Service>,
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
+) {
+    snap.services = services.into_iter().filter_map(service_view).collect();
+    snap.services
+        .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    snap.slices = slices.into_iter().filter_map(slice_view).collect();
 }
 
 /// A pod whose `k8s.ovn.org/open-default-ports` does not parse (its open-port ACLs are

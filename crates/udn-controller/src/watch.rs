@@ -1,8 +1,9 @@
 //! The Kubernetes side: reflector stores of the objects the zone reads (Nodes, Pods,
-//! Namespaces, NetworkAttachmentDefinitions) and a stream of what changed, so that a pass
+//! Namespaces, NetworkAttachmentDefinitions, Services, EndpointSlices) and a stream of what changed, so that a pass
 //! re-renders only the networks a change can affect.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
@@ -22,6 +23,10 @@ pub enum Change {
     Namespace(String),
     /// A NAD (`namespace/name`).
     Nad(String),
+    /// A Service (`namespace/name`).
+    Service(String),
+    /// An EndpointSlice (`namespace/name`).
+    EndpointSlice(String),
     /// A watch (re)listed: anything may have changed.
     Relist,
 }
@@ -37,6 +42,10 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     /// NADs.
     pub nads: Store<NetworkAttachmentDefinition>,
+    /// Services.
+    pub services: Store<Service>,
+    /// EndpointSlices.
+    pub slices: Store<EndpointSlice>,
 }
 
 /// A watch ended before listing once.
@@ -87,6 +96,22 @@ pub async fn start(
     let (pods, pod_writer) = reflector::store();
     let (namespaces, namespace_writer) = reflector::store();
     let (nads, nad_writer) = reflector::store();
+    let (services, service_writer) = reflector::store();
+    let (slices, slice_writer) = reflector::store();
+    tasks.spawn(pump(
+        "services",
+        Api::<Service>::all(client.clone()),
+        service_writer,
+        changes.clone(),
+        Change::Service,
+    ));
+    tasks.spawn(pump(
+        "endpointslices",
+        Api::<EndpointSlice>::all(client.clone()),
+        slice_writer,
+        changes.clone(),
+        Change::EndpointSlice,
+    ));
     tasks.spawn(pump(
         "nodes",
         Api::<Node>::all(client.clone()),
@@ -120,6 +145,8 @@ pub async fn start(
         pods,
         namespaces,
         nads,
+        services,
+        slices,
     };
     for (resource, ready) in [
         ("nodes", stores.nodes.wait_until_ready().await.is_ok()),
@@ -131,6 +158,11 @@ pub async fn start(
         (
             "network-attachment-definitions",
             stores.nads.wait_until_ready().await.is_ok(),
+        ),
+        ("services", stores.services.wait_until_ready().await.is_ok()),
+        (
+            "endpointslices",
+            stores.slices.wait_until_ready().await.is_ok(),
         ),
     ] {
         if !ready {

@@ -2,17 +2,19 @@
 //! rows that cannot be engine rows (load balancer groups, static MAC bindings) and the
 //! problems that kept parts from being rendered.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use udn_ipam::MacAddress;
 use udn_ovsdb::engine::{DesiredRow, DesiredUnit, Engine, RowRef, Scope, UnitKey};
+use udn_ovsdb::protocol::Uuid;
 
 use super::context::NetCtx;
 use super::dbids::NETPOL_NODE_OWNER_TYPE;
 use super::problem::Problem;
+use super::services::SERVICE_UNIT;
 use super::zone::ZoneInputs;
-use super::{cluster, interconnect, isolation, layer2, localnet, node_switch, pods};
+use super::{cluster, interconnect, isolation, layer2, localnet, node_switch, pods, services};
 use crate::model::{Network, PodAttachment, Topology};
 
 /// Owner type of the network-wide unit (named after the network): cluster router, join
@@ -29,12 +31,13 @@ pub const POD_UNIT: &str = "Pod";
 pub const UDN_ISOLATION_UNIT: &str = "UDNIsolation";
 /// Every unit owner type a network controller's engine uses: the scope the runtime plans
 /// with, so that units no longer desired (a deleted node or pod) are removed.
-pub const NETWORK_OWNER_TYPES: [&str; 5] = [
+pub const NETWORK_OWNER_TYPES: [&str; 6] = [
     CLUSTER_UNIT,
     NODE_UNIT,
     REMOTE_NODE_UNIT,
     POD_UNIT,
     UDN_ISOLATION_UNIT,
+    SERVICE_UNIT,
 ];
 
 /// Row owner types of a network controller's rows and the unit owner type they belong to
@@ -85,6 +88,9 @@ pub struct NetworkDesired {
     pub units: Vec<DesiredUnit>,
     /// Names of the `Load_Balancer_Group` rows the network needs.
     pub load_balancer_groups: Vec<String>,
+    /// The load balancers (UUIDs: they are inserted with chosen ones) each group of the
+    /// network holds.
+    pub load_balancer_members: BTreeMap<String, BTreeSet<Uuid>>,
     /// The static MAC bindings the network needs.
     pub static_mac_bindings: Vec<StaticMacBinding>,
     /// What could not be rendered, and why.
@@ -105,6 +111,7 @@ pub fn network_desired(
         Topology::Layer2 => layer2::build(&ctx, pods, &mut build),
         Topology::Localnet => localnet::build(&ctx, pods, &mut build),
     }
+    services::build(&ctx, &mut build);
     let mut problems = build.problems;
     problems.sort();
     problems.dedup();
@@ -114,6 +121,7 @@ pub fn network_desired(
         controller: ctx.controller.clone(),
         units: build.units,
         load_balancer_groups: load_balancer_groups(net),
+        load_balancer_members: build.load_balancer_members,
         static_mac_bindings,
         problems,
     }
@@ -150,6 +158,7 @@ pub(crate) struct Build {
     pub(crate) links: Links,
     pub(crate) problems: Vec<Problem>,
     pub(crate) static_mac_bindings: Vec<StaticMacBinding>,
+    pub(crate) load_balancer_members: BTreeMap<String, BTreeSet<Uuid>>,
 }
 
 /// The unit name of a network's node unit (`Node`, `RemoteNode`): `<network>/<node>`. Unit

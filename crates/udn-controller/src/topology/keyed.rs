@@ -8,7 +8,8 @@
 //! [`plan_keyed`] diffs what every network of the zone wants against the current rows and
 //! returns the operations, split in two: `upserts` go before the engine's units (switches
 //! and routers refer to the groups), `deletes` after them (a group still referred to cannot
-//! be deleted).
+//! be deleted; a group's members, the networks' load balancers, are set there too, once
+//! the units that insert them are written).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -32,21 +33,33 @@ pub struct KeyedDesired {
     /// The zone's network controllers (`<network>-network-controller`): the router ports
     /// they own are ours.
     pub controllers: BTreeSet<String>,
+    /// The load balancers each group holds, when this plan manages the groups' members:
+    /// only after the networks' units are written (the references are weak: a member
+    /// written before its load balancer exists would be dropped). `None` leaves them.
+    pub load_balancer_members: Option<BTreeMap<String, BTreeSet<Uuid>>>,
 }
 
 impl KeyedDesired {
     /// What `networks` (every network of the zone) want.
     pub fn from_networks<'a>(networks: impl IntoIterator<Item = &'a NetworkDesired>) -> Self {
         let mut desired = Self::default();
+        let mut members: BTreeMap<String, BTreeSet<Uuid>> = BTreeMap::new();
         for network in networks {
             desired.controllers.insert(network.controller.clone());
             desired
                 .load_balancer_groups
                 .extend(network.load_balancer_groups.iter().cloned());
+            for (group, lbs) in &network.load_balancer_members {
+                members
+                    .entry(group.clone())
+                    .or_default()
+                    .extend(lbs.iter().copied());
+            }
             for binding in &network.static_mac_bindings {
                 desired.add_binding(binding);
             }
         }
+        desired.load_balancer_members = Some(members);
         desired
     }
 
@@ -145,26 +158,72 @@ fn string(value: &str) -> Value {
     Value::Atom(Atom::String(value.to_owned()))
 }
 
+fn uuid_set(uuids: &BTreeSet<Uuid>) -> Value {
+    Value::Set(uuids.iter().map(|u| Atom::Uuid(*u)).collect())
+}
+
+fn current_members(row: &Row) -> BTreeSet<Uuid> {
+    match row.get(load_balancer_group::LOAD_BALANCER) {
+        Some(Value::Set(atoms)) => atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Uuid(u) => Some(*u),
+                _ => None,
+            })
+            .collect(),
+        Some(Value::Atom(Atom::Uuid(u))) => BTreeSet::from([*u]),
+        _ => BTreeSet::new(),
+    }
+}
+
 fn lb_groups(desired: &KeyedDesired, current: &impl KeyedRowsView, plan: &mut KeyedPlan) {
+    let none = BTreeSet::new();
+    let wanted_members = |name: &str| {
+        desired
+            .load_balancer_members
+            .as_ref()
+            .map(|members| members.get(name).unwrap_or(&none))
+    };
     let mut existing = BTreeSet::new();
     for (uuid, row) in current.keyed_rows(load_balancer_group::TABLE) {
         let Some(name) = string_column(row, load_balancer_group::NAME) else {
             continue;
         };
         existing.insert(name.to_owned());
-        if is_our_load_balancer_group(name) && !desired.load_balancer_groups.contains(name) {
+        if !is_our_load_balancer_group(name) {
+            continue;
+        }
+        if !desired.load_balancer_groups.contains(name) {
             plan.deletes.push(Operation::Delete {
                 table: load_balancer_group::TABLE.to_owned(),
                 where_: by_uuid(uuid),
+            });
+        } else if let Some(members) = wanted_members(name)
+            && current_members(row) != *members
+        {
+            plan.deletes.push(Operation::Update {
+                table: load_balancer_group::TABLE.to_owned(),
+                where_: by_uuid(uuid),
+                row: Row::from([(
+                    load_balancer_group::LOAD_BALANCER.to_owned(),
+                    uuid_set(members),
+                )]),
             });
         }
     }
     for name in desired.load_balancer_groups.difference(&existing) {
         // With a chosen UUID: the networks' switches and routers are planned (and sent)
         // referring to it before this insert is answered.
+        let mut row = Row::from([(load_balancer_group::NAME.to_owned(), string(name))]);
+        if let Some(members) = wanted_members(name).filter(|m| !m.is_empty()) {
+            row.insert(
+                load_balancer_group::LOAD_BALANCER.to_owned(),
+                uuid_set(members),
+            );
+        }
         plan.upserts.push(Operation::Insert {
             table: load_balancer_group::TABLE.to_owned(),
-            row: Row::from([(load_balancer_group::NAME.to_owned(), string(name))]),
+            row,
             uuid_name: None,
             uuid: Some(super::shared_row_uuid(load_balancer_group::TABLE, name)),
         });

@@ -12,6 +12,7 @@
 //! | [`REMOTE_NODE_UNIT`] | remote node | transit `remote` port and routes (Layer2: the remote gateway router port) |
 //! | [`POD_UNIT`] | port name | the pod's logical switch port |
 //! | [`UDN_ISOLATION_UNIT`] | `default` | `SecondaryPods` and the UDN isolation and open-ports ACLs |
+//! | [`SERVICE_UNIT`] | `<ns>/<service>` | the Service's load balancers (one per protocol), members of `clusterLBGroup` |
 //!
 //! Rows that reference rows of other units of the same network use desired references;
 //! rows of other controllers (the COPP of the default network, the load balancer groups)
@@ -38,6 +39,7 @@ mod node_switch;
 mod pods;
 mod problem;
 mod routing;
+mod services;
 mod shared_uuid;
 mod zone;
 
@@ -52,5 +54,6 @@ pub use desired::{
     network_engine, network_scope,
 };
 pub use problem::{Missing, Part, Problem};
+pub use services::SERVICE_UNIT;
 pub use shared_uuid::shared_row_uuid;
 pub use zone::{DEFAULT_ACL_LOGGING_RATE_LIMIT, SchemaFeatures, ZoneInputs};

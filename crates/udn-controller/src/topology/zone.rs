@@ -9,6 +9,7 @@ use udn_ovsdb::protocol::Uuid;
 use udn_ovsdb::schema::DbSchema;
 
 use crate::model::{Node, ZoneConfig};
+use crate::services::LbSpec;
 
 /// Upstream's default `--acl-logging-rate-limit` (packets per second of the `acl-logging`
 /// meter).
@@ -38,6 +39,8 @@ pub struct ZoneInputs<'a> {
     pub ephemeral_port_range: Option<String>,
     /// `--acl-logging-rate-limit`: the `acl-logging` meter's rate.
     pub acl_logging_rate_limit: u32,
+    /// The network's load balancers ([`crate::services::lbs_of_network`]), sorted by name.
+    pub services: &'a [LbSpec],
 }
 
 impl<'a> ZoneInputs<'a> {
@@ -53,6 +56,7 @@ impl<'a> ZoneInputs<'a> {
             features: SchemaFeatures::VENDORED,
             ephemeral_port_range: None,
             acl_logging_rate_limit: DEFAULT_ACL_LOGGING_RATE_LIMIT,
+            services: &[],
         }
     }
 

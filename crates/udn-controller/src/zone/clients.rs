@@ -8,7 +8,7 @@ use udn_ovsdb::protocol::{Atom, Condition, ConditionFunction, Value};
 use udn_ovsdb::schema::Requirements;
 
 /// Northbound tables the controller writes (all columns are kept in its replica).
-pub const WRITTEN_TABLES: [&str; 15] = [
+pub const WRITTEN_TABLES: [&str; 16] = [
     "Logical_Switch",
     "Logical_Switch_Port",
     "Logical_Router",
@@ -18,6 +18,7 @@ pub const WRITTEN_TABLES: [&str; 15] = [
     "NAT",
     "ACL",
     "Port_Group",
+    "Load_Balancer",
     "Load_Balancer_Group",
     "Gateway_Chassis",
     "Static_MAC_Binding",
@@ -27,8 +28,8 @@ pub const WRITTEN_TABLES: [&str; 15] = [
 ];
 
 /// Northbound tables the controller monitors: those it writes, and `NB_Global`.
-pub const NB_TABLES: [&str; 16] = {
-    let mut tables = [""; 16];
+pub const NB_TABLES: [&str; 17] = {
+    let mut tables = [""; 17];
     tables[0] = "NB_Global";
     let mut i = 0;
     while i < WRITTEN_TABLES.len() {

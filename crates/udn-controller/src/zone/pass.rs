@@ -15,7 +15,8 @@ use crate::metrics::{ErrorLabels, ResultLabels, TopologyLabels};
 use crate::model::{Network, PodAttachment};
 use crate::networks::NetworkIdentity;
 use crate::sb::{remote_binding_ops, remote_chassis, remote_chassis_ops};
-use crate::snapshot::{Snapshot, attachments_by_network, snapshot};
+use crate::services::{LbSpec, lbs_of_network};
+use crate::snapshot::{Snapshot, add_services, attachments_by_network, snapshot};
 use crate::topology::keyed::{KeyedDesired, plan_keyed};
 use crate::topology::{
     self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs, network_engine, network_scope,
@@ -57,6 +58,7 @@ pub(super) struct Rendered {
     pods: Vec<PodAttachment>,
     copp: Option<Uuid>,
     groups: BTreeMap<String, Uuid>,
+    lbs: Vec<LbSpec>,
     keyed: NetworkDesired,
     warnings: Vec<Warning>,
 }
@@ -69,8 +71,13 @@ impl Rendered {
         pods: &[PodAttachment],
         copp: Option<Uuid>,
         groups: &BTreeMap<String, Uuid>,
+        lbs: &[LbSpec],
     ) -> bool {
-        self.net == *net && self.pods == pods && self.copp == copp && self.groups == *groups
+        self.net == *net
+            && self.pods == pods
+            && self.copp == copp
+            && self.groups == *groups
+            && self.lbs == lbs
     }
 }
 
@@ -94,13 +101,21 @@ impl Zone {
         let nodes = self.stores.nodes.state();
         let namespaces = self.stores.namespaces.state();
         let pods = self.stores.pods.state();
-        snapshot(
+        let mut snap = snapshot(
             &self.config.zone,
             nads.iter().map(AsRef::as_ref),
             nodes.iter().map(AsRef::as_ref),
             namespaces.iter().map(AsRef::as_ref),
             pods.iter().map(AsRef::as_ref),
-        )
+        );
+        let services = self.stores.services.state();
+        let slices = self.stores.slices.state();
+        add_services(
+            &mut snap,
+            services.iter().map(AsRef::as_ref),
+            slices.iter().map(AsRef::as_ref),
+        );
+        snap
     }
 
     /// One pass: everything the zone wants, written; see the module docs.
@@ -347,12 +362,20 @@ impl Zone {
             zone.ephemeral_port_range
                 .clone_from(&self.config.ephemeral_port_range);
             let pods = attachments.get(&net.name).unwrap_or(&empty);
+            let lbs = lbs_of_network(
+                net,
+                &snap.labelled,
+                &snap.services,
+                &snap.slices,
+                &self.config.zone.cluster,
+            );
+            zone.services = &lbs;
             let controller = net.controller_name();
             if let Some(last) = self.rendered.get(&controller)
                 && !self.sweep
                 && nodes_same
                 && zone.ahead.is_empty()
-                && last.same(net, pods, copp, &zone.load_balancer_groups)
+                && last.same(net, pods, copp, &zone.load_balancer_groups, &lbs)
             {
                 warnings.extend(last.warnings.iter().cloned());
                 keyed_parts.push(last.keyed.clone());
@@ -379,6 +402,7 @@ impl Zone {
                 controller: desired.controller.clone(),
                 units: Vec::new(),
                 load_balancer_groups: desired.load_balancer_groups.clone(),
+                load_balancer_members: desired.load_balancer_members.clone(),
                 static_mac_bindings: desired.static_mac_bindings.clone(),
                 problems: Vec::new(),
             };
@@ -390,6 +414,7 @@ impl Zone {
                     pods: pods.clone(),
                     copp,
                     groups: zone.load_balancer_groups.clone(),
+                    lbs: lbs.clone(),
                     keyed,
                     warnings: own_warnings,
                 },
