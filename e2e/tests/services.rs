@@ -1,4 +1,6 @@
-//! Services' control plane in a sandbox, as a user sees it with kubectl: the EndpointSlice
+//! Services in a sandbox, as a user sees them with kubectl and from pods: a primary UDN's
+//! ClusterIP answers its own network's pods (TCP and UDP, both nodes) and neither another
+//! network's nor a default-network pod; the EndpointSlice
 //! mirror of a primary-UDN namespace (the pods' UDN addresses, repaired when deleted, gone
 //! with the Service, none on the default network) and NAD recovery (an in-use
 //! NetworkAttachmentDefinition comes back when deleted; an unused one stays deleted).
@@ -67,9 +69,27 @@ const WEB: [(&str, &str, &str); 3] = [
     ("default", "default-web", "node1"),
 ];
 
+/// Clients without the `tier: web` label.
+const CLIENTS: [(&str, &str, &str); 2] = [
+    ("blue", "blue-client", "node1"),
+    ("green", "green-client", "node2"),
+];
+
+/// blue's `echo`: port 88 over TCP and UDP to netexec's 8080 (HTTP) and 8081 (UDP).
+const ECHO: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: blue}
+spec:
+  selector: {tier: web}
+  ports:
+  - {name: http, port: 88, targetPort: 8080, protocol: TCP}
+  - {name: udp, port: 88, targetPort: 8081, protocol: UDP}
+"#;
+
 fn setup(sandbox: &Sandbox) -> Result<(), String> {
     sandbox.apply(BLUE_GREEN);
-    let specs: Vec<PodSpec<'_>> = WEB
+    let mut specs: Vec<PodSpec<'_>> = WEB
         .iter()
         .map(|(namespace, name, node)| PodSpec {
             namespace,
@@ -79,20 +99,91 @@ fn setup(sandbox: &Sandbox) -> Result<(), String> {
             ..PodSpec::default()
         })
         .collect();
+    specs.extend(CLIENTS.iter().map(|(namespace, name, node)| PodSpec {
+        namespace,
+        name,
+        node,
+        ..PodSpec::default()
+    }));
     sandbox.run_pods(&specs)?;
     sandbox.apply(SERVICES);
+    sandbox.apply(ECHO);
     Ok(())
 }
 
-/// The EndpointSlices of `namespace` managed by `manager`, as JSON.
+/// The answer of a UDP `hostname` request to `ip:port` from pod `from`.
+fn udp_answer(sandbox: &Sandbox, from: (&str, &str), ip: &str, port: u16) -> Option<String> {
+    let script = format!("echo hostname | nc -u -w 2 {ip} {port}");
+    let out = sandbox.exec(from.0, from.1, &["sh", "-c", &script]);
+    let body = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (!body.is_empty()).then_some(body)
+}
+
+fn a_cluster_ip_answers_only_inside_its_network(sandbox: &Sandbox) -> Result<(), String> {
+    let ip = sandbox.eventually("blue/echo has a ClusterIP", || {
+        let ip = sandbox.kubectl(&[
+            "get",
+            "svc",
+            "-n",
+            "blue",
+            "echo",
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ]);
+        let ip = ip.trim().to_owned();
+        (!ip.is_empty()).then_some(ip)
+    })?;
+    let backends = ["blue-web-1", "blue-web-2"];
+    let url = format!("http://{ip}:88/hostname");
+    // From its own network, on both nodes, over TCP and UDP: a backend answers.
+    for from in [("blue", "blue-client"), ("blue", "blue-web-2")] {
+        sandbox.eventually(
+            &format!("{}/{} reaches blue/echo over TCP", from.0, from.1),
+            || {
+                sandbox
+                    .http_get(from.0, from.1, &url, 2)
+                    .filter(|body| backends.contains(&body.trim()))
+            },
+        )?;
+        sandbox.eventually(
+            &format!("{}/{} reaches blue/echo over UDP", from.0, from.1),
+            || udp_answer(sandbox, from, &ip, 88).filter(|body| backends.contains(&body.as_str())),
+        )?;
+    }
+    // Another network's pod and a default-network pod: no answer.
+    for from in [("green", "green-client"), ("default", "default-web")] {
+        for _ in 0..2 {
+            if let Some(body) = sandbox.http_get(from.0, from.1, &url, 3) {
+                return Err(format!(
+                    "{}/{} reached blue's ClusterIP {ip}: {body}",
+                    from.0, from.1
+                ));
+            }
+        }
+        if let Some(body) = udp_answer(sandbox, from, &ip, 88) {
+            return Err(format!(
+                "{}/{} reached blue's ClusterIP {ip} over UDP: {body}",
+                from.0, from.1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The EndpointSlices of Service `web` in `namespace` managed by `manager`, as JSON.
 fn slices(sandbox: &Sandbox, namespace: &str, manager: &str) -> Vec<Value> {
+    let service_label = if manager == MIRROR {
+        "k8s.ovn.org/service-name"
+    } else {
+        "kubernetes.io/service-name"
+    };
     let out = sandbox.kubectl_output(&[
         "get",
         "endpointslices",
         "-n",
         namespace,
         "-l",
-        &format!("endpointslice.kubernetes.io/managed-by={manager}"),
+        &format!("endpointslice.kubernetes.io/managed-by={manager},{service_label}=web"),
         "-o",
         "json",
     ]);
@@ -249,6 +340,10 @@ fn main() -> std::process::ExitCode {
         2,
         setup,
         &[
+            (
+                "a_cluster_ip_answers_only_inside_its_network",
+                a_cluster_ip_answers_only_inside_its_network,
+            ),
             (
                 "mirrored_slices_carry_the_udn_addresses",
                 mirrored_slices_carry_the_udn_addresses,
