@@ -113,7 +113,10 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_network_balances_its_own_services_over_its_own_addresses() {
-    let _ = tracing_subscriber::fmt().with_env_filter("warn").with_test_writer().try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("warn")
+        .with_test_writer()
+        .try_init();
     let nb = OvsdbServer::start_nb().unwrap();
     let sb = OvsdbServer::start_sb().unwrap();
     let cluster = TestCluster::new();
@@ -230,9 +233,8 @@ async fn each_network_balances_its_own_services_over_its_own_addresses() {
         .await
         .unwrap();
     eventually("the endpoint change", || {
-        (lb_field(&nb, udn_tcp, "vips").as_deref()
-            == Some("10.96.0.10:88=103.103.0.5:8080"))
-        .then_some(())
+        (lb_field(&nb, udn_tcp, "vips").as_deref() == Some("10.96.0.10:88=103.103.0.5:8080"))
+            .then_some(())
     })
     .await;
     let services: Api<Service> = Api::namespaced(client.clone(), "blue");
