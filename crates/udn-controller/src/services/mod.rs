@@ -23,5 +23,5 @@ mod network;
 mod view;
 
 pub use lbs::{LbSpec, network_lbs};
-pub use network::{hairpin_snat_ip, lbs_of_network};
+pub use network::{hairpin_snat_ip, lbs_by_network};
 pub use view::{EndpointView, ServicePortView, ServiceView, SliceView, service_view, slice_view};

@@ -1,6 +1,6 @@
 //! Which Services and slices a network serves, and its hairpin masquerade IPs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use udn_api::cluster::ClusterConfig;
@@ -17,39 +17,83 @@ pub fn hairpin_snat_ip(cluster: &ClusterConfig) -> String {
     format!("{v4} {v6}")
 }
 
-/// The load balancers of `net`: the default network serves the Services of namespaces not
-/// labelled for a primary UDN (`labelled`), a primary Layer3 or Layer2 UDN those of its NADs'
-/// namespaces; secondary and localnet networks have none.
-pub fn lbs_of_network(
-    net: &Network,
+/// Whether `net` has load balancers: the default network, and primary Layer3 and Layer2
+/// UDNs (secondary and localnet networks have none).
+fn serves(net: &Network) -> bool {
+    net.is_default()
+        || (net.user_defined().is_some_and(|info| info.primary)
+            && net.topology() != Topology::Localnet)
+}
+
+/// The load balancers of every network, by network name, in one pass over the Services and
+/// slices (a pass renders many networks: filtering every Service for each would cost
+/// networks x Services). A Service belongs to its namespace's network: the primary UDN of a
+/// namespace labelled for one (`labelled`; none while its UDN is missing), else the default
+/// network.
+pub fn lbs_by_network<'a>(
+    networks: impl IntoIterator<Item = &'a Network>,
     labelled: &BTreeSet<String>,
     services: &[ServiceView],
     slices: &[SliceView],
     cluster: &ClusterConfig,
-) -> Vec<LbSpec> {
+) -> BTreeMap<String, Vec<LbSpec>> {
     let hairpin = hairpin_snat_ip(cluster);
-    if net.is_default() {
-        let outside = |ns: &str| !labelled.contains(ns);
-        return network_lbs(None, "", &outside, services, slices, &hairpin);
+    let mut default_name = None;
+    let mut of_namespace: BTreeMap<&str, &Network> = BTreeMap::new();
+    let mut served: BTreeMap<&str, &Network> = BTreeMap::new();
+    for net in networks {
+        if !serves(net) {
+            continue;
+        }
+        served.insert(net.name.as_str(), net);
+        if net.is_default() {
+            default_name = Some(net.name.as_str());
+            continue;
+        }
+        for key in &net.nads {
+            if let Some((ns, _)) = key.split_once('/') {
+                of_namespace.insert(ns, net);
+            }
+        }
     }
-    let primary = net.user_defined().is_some_and(|info| info.primary);
-    if !primary || net.topology() == Topology::Localnet {
-        return Vec::new();
+    let network_of = |ns: &str| -> Option<&str> {
+        if labelled.contains(ns) {
+            of_namespace.get(ns).map(|n| n.name.as_str())
+        } else {
+            default_name
+        }
+    };
+    let mut services_of: BTreeMap<&str, Vec<ServiceView>> = BTreeMap::new();
+    for service in services {
+        if let Some(net) = network_of(&service.namespace) {
+            services_of.entry(net).or_default().push(service.clone());
+        }
     }
-    let namespaces: BTreeSet<&str> = net
-        .nads
-        .iter()
-        .filter_map(|key| key.split_once('/').map(|(ns, _)| ns))
-        .collect();
-    let inside = |ns: &str| namespaces.contains(ns);
-    network_lbs(
-        Some(&net.name),
-        &net.scoped(""),
-        &inside,
-        services,
-        slices,
-        &hairpin,
-    )
+    let mut slices_of: BTreeMap<&str, Vec<SliceView>> = BTreeMap::new();
+    for slice in slices {
+        let net = match &slice.network {
+            Some(network) => served.get(network.as_str()).map(|n| n.name.as_str()),
+            None => default_name,
+        };
+        if let Some(net) = net {
+            slices_of.entry(net).or_default().push(slice.clone());
+        }
+    }
+    let mut result = BTreeMap::new();
+    for (name, services) in services_of {
+        let Some(net) = served.get(name) else {
+            continue;
+        };
+        let slices = slices_of.remove(name).unwrap_or_default();
+        let (network, prefix) = if net.is_default() {
+            (None, String::new())
+        } else {
+            (Some(net.name.as_str()), net.scoped(""))
+        };
+        let lbs = network_lbs(network, &prefix, &|_| true, &services, &slices, &hairpin);
+        result.insert(name.to_owned(), lbs);
+    }
+    result
 }
 
 #[cfg(test)]

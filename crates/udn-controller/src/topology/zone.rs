@@ -39,7 +39,7 @@ pub struct ZoneInputs<'a> {
     pub ephemeral_port_range: Option<String>,
     /// `--acl-logging-rate-limit`: the `acl-logging` meter's rate.
     pub acl_logging_rate_limit: u32,
-    /// The network's load balancers ([`crate::services::lbs_of_network`]), sorted by name.
+    /// The network's load balancers ([`crate::services::lbs_by_network`]), sorted by name.
     pub services: &'a [LbSpec],
 }
 

@@ -15,7 +15,7 @@ use crate::metrics::{ErrorLabels, ResultLabels, TopologyLabels};
 use crate::model::{Network, PodAttachment};
 use crate::networks::NetworkIdentity;
 use crate::sb::{remote_binding_ops, remote_chassis, remote_chassis_ops};
-use crate::services::{LbSpec, lbs_of_network};
+use crate::services::{LbSpec, lbs_by_network};
 use crate::snapshot::{Snapshot, add_services, attachments_by_network, snapshot};
 use crate::topology::keyed::{KeyedDesired, plan_keyed};
 use crate::topology::{
@@ -321,6 +321,14 @@ impl Zone {
         });
         let mut keyed_parts: Vec<NetworkDesired> = Vec::new();
         let empty: Vec<PodAttachment> = Vec::new();
+        let lbs_by_net = lbs_by_network(
+            snap.networks.networks.values(),
+            &snap.labelled,
+            &snap.services,
+            &snap.slices,
+            &self.config.zone.cluster,
+        );
+        let no_lbs: Vec<LbSpec> = Vec::new();
         let mut jobs: Vec<(&Network, Job)> = Vec::new();
         let mut render = std::time::Duration::ZERO;
         // A network rendered from the same inputs as its last fully applied render is left
@@ -362,20 +370,14 @@ impl Zone {
             zone.ephemeral_port_range
                 .clone_from(&self.config.ephemeral_port_range);
             let pods = attachments.get(&net.name).unwrap_or(&empty);
-            let lbs = lbs_of_network(
-                net,
-                &snap.labelled,
-                &snap.services,
-                &snap.slices,
-                &self.config.zone.cluster,
-            );
-            zone.services = &lbs;
+            let lbs = lbs_by_net.get(&net.name).unwrap_or(&no_lbs);
+            zone.services = lbs;
             let controller = net.controller_name();
             if let Some(last) = self.rendered.get(&controller)
                 && !self.sweep
                 && nodes_same
                 && zone.ahead.is_empty()
-                && last.same(net, pods, copp, &zone.load_balancer_groups, &lbs)
+                && last.same(net, pods, copp, &zone.load_balancer_groups, lbs)
             {
                 warnings.extend(last.warnings.iter().cloned());
                 keyed_parts.push(last.keyed.clone());
@@ -414,7 +416,7 @@ impl Zone {
                     pods: pods.clone(),
                     copp,
                     groups: zone.load_balancer_groups.clone(),
-                    lbs: lbs.clone(),
+                    lbs: lbs.to_vec(),
                     keyed,
                     warnings: own_warnings,
                 },
