@@ -107,6 +107,19 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 1800)]
         timeout_s: u64,
     },
+    /// Services on one primary UDN (release udn-controller, udn-kube-sim, a real OVN zone):
+    /// S Services with E endpoints each to their load balancers in NB, then endpoint changes.
+    Services {
+        /// Services.
+        #[arg(long, default_value_t = 1000)]
+        services: usize,
+        /// Ready endpoints per Service.
+        #[arg(long, default_value_t = 10)]
+        endpoints: usize,
+        /// Endpoint changes measured, one after the other.
+        #[arg(long, default_value_t = 100)]
+        updates: usize,
+    },
     /// The Northbound reconcile engine: N Layer3 UDNs x M nodes written through the engine
     /// vs raw `transact` requests on a private ovsdb-server, re-apply, replica memory.
     Nb {
@@ -156,6 +169,21 @@ impl Cli {
                     networks,
                     pods,
                     qps,
+                },
+            ),
+            Command::Bench {
+                target:
+                    BenchTarget::Services {
+                        services,
+                        endpoints,
+                        updates,
+                    },
+            } => bench::services::run_and_record(
+                &root,
+                bench::services::Options {
+                    services,
+                    endpoints,
+                    updates,
                 },
             ),
             Command::Bench {

@@ -26,6 +26,7 @@ pub mod process;
 mod report;
 mod rss;
 pub mod sandbox;
+pub mod services;
 pub mod sim_server;
 
 pub use report::record;
