@@ -2,7 +2,8 @@
 //! ClusterIP answers its own network's pods (TCP and UDP, both nodes) and neither another
 //! network's nor a default-network pod; the EndpointSlice
 //! mirror of a primary-UDN namespace (the pods' UDN addresses, repaired when deleted, gone
-//! with the Service, none on the default network) and NAD recovery (an in-use
+//! with the Service, none on the default network), a Service on a secondary network (seed
+//! 002: the pods' secondary IPs, reachable from that network only) and NAD recovery (an in-use
 //! NetworkAttachmentDefinition comes back when deleted; an unused one stays deleted).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -334,6 +335,140 @@ fn an_in_use_nad_comes_back_and_an_unused_one_stays_deleted(
     Ok(())
 }
 
+/// Seed 002's example on a udn secondary network (the sandbox's kernel has no macvlan in a
+/// netns): a secondary Layer3 UDN in `sec`, two `nginx-nad` pods and a client on it, a client
+/// off it, and the headless, selector-less Service that opts in with `isim.dev/network`.
+const SECONDARY: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: sec}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: sec-net, namespace: sec}
+spec:
+  topology: Layer3
+  layer3:
+    role: Secondary
+    subnets: [{cidr: 10.60.0.0/16, hostSubnet: 24}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx-nad
+  namespace: sec
+  labels: {app.kubernetes.io/name: nginx-nad}
+  annotations: {isim.dev/network: sec-net}
+spec:
+  clusterIP: None
+  ports: [{name: http, port: 8080, protocol: TCP}]
+"#;
+
+/// Our secondary-network slices of `sec/nginx-nad`.
+fn secondary_slices(sandbox: &Sandbox) -> Vec<Value> {
+    let out = sandbox.kubectl_output(&[
+        "get",
+        "endpointslices",
+        "-n",
+        "sec",
+        "-l",
+        "endpointslice.kubernetes.io/managed-by=secondary-network-endpointslice-controller.k8s.ovn.org,kubernetes.io/service-name=nginx-nad",
+        "-o",
+        "json",
+    ]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn a_secondary_network_service_lists_the_pods_secondary_ips(
+    sandbox: &Sandbox,
+) -> Result<(), String> {
+    sandbox.apply(SECONDARY);
+    sandbox.eventually("the NAD of sec-net", || {
+        sandbox
+            .kubectl_output(&[
+                "get",
+                "network-attachment-definitions",
+                "-n",
+                "sec",
+                "sec-net",
+            ])
+            .status
+            .success()
+            .then_some(())
+    })?;
+    let backend_labels: &[(&str, &str)] = &[("app.kubernetes.io/name", "nginx-nad")];
+    let pods = [
+        PodSpec {
+            namespace: "sec",
+            name: "sec-a",
+            node: "node1",
+            networks: Some("sec-net"),
+            labels: backend_labels,
+            ..PodSpec::default()
+        },
+        PodSpec {
+            namespace: "sec",
+            name: "sec-b",
+            node: "node2",
+            networks: Some("sec-net"),
+            labels: backend_labels,
+            ..PodSpec::default()
+        },
+        PodSpec {
+            namespace: "sec",
+            name: "sec-client",
+            node: "node1",
+            networks: Some("sec-net"),
+            ..PodSpec::default()
+        },
+        PodSpec {
+            namespace: "sec",
+            name: "sec-outsider",
+            node: "node2",
+            ..PodSpec::default()
+        },
+    ];
+    sandbox.run_pods(&pods)?;
+    let mut expected = BTreeSet::new();
+    for name in ["sec-a", "sec-b"] {
+        expected.insert(bare(sandbox.ip_on("sec", name, "net1")?));
+    }
+    sandbox.eventually("nginx-nad's slice lists the pods' net1 IPs", || {
+        (addresses(&secondary_slices(sandbox)) == expected).then_some(())
+    })?;
+    // From a pod on the network the IPs answer; from one off it they time out.
+    for ip in &expected {
+        let url = format!("http://{ip}:8080/hostname");
+        sandbox.eventually(&format!("sec-client reaches {ip}"), || {
+            sandbox
+                .http_get("sec", "sec-client", &url, 2)
+                .filter(|b| b.starts_with("sec-"))
+        })?;
+        if let Some(body) = sandbox.http_get("sec", "sec-outsider", &url, 3) {
+            return Err(format!(
+                "sec-outsider, off the network, reached {ip}: {body}"
+            ));
+        }
+    }
+    // A deleted pod leaves the slice within 2 s.
+    let gone = bare(sandbox.ip_on("sec", "sec-b", "net1")?);
+    sandbox.delete("sec", &["pod", "sec-b"])?;
+    let deleted = Instant::now();
+    sandbox.eventually("sec-b out of the slice", || {
+        (!addresses(&secondary_slices(sandbox)).contains(&gone)).then_some(())
+    })?;
+    if deleted.elapsed() > Duration::from_secs(2) {
+        return Err(format!(
+            "the slice dropped sec-b after {:?}",
+            deleted.elapsed()
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     run_suite(
         "services",
@@ -351,6 +486,10 @@ fn main() -> std::process::ExitCode {
             (
                 "an_in_use_nad_comes_back_and_an_unused_one_stays_deleted",
                 an_in_use_nad_comes_back_and_an_unused_one_stays_deleted,
+            ),
+            (
+                "a_secondary_network_service_lists_the_pods_secondary_ips",
+                a_secondary_network_service_lists_the_pods_secondary_ips,
             ),
         ],
     )
