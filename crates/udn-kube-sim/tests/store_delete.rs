@@ -245,6 +245,28 @@ fn background_collection_deletes_dependents_of_a_gone_owner() {
 }
 
 #[test]
+fn a_dependent_of_a_kind_the_server_does_not_serve_is_kept() {
+    // The real collector cannot look the owner up (no REST mapping): it retries the item and
+    // deletes nothing, e.g. virt-launcher pods owned by a VirtualMachineInstance without
+    // KubeVirt's CRDs. A served kind with a missing uid is collected as before.
+    let sim = sim();
+    create_namespace(&sim, "blue");
+    let mut launcher = pod("virt-launcher");
+    launcher["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+        "name": "vm", "uid": "5f0c-no-such-object", "controller": true,
+    }]);
+    create_pod(&sim, "blue", launcher);
+    let mut orphan = pod("orphan");
+    orphan["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "v1", "kind": "Pod", "name": "gone", "uid": "5f0c-no-such-pod",
+    }]);
+    create_pod(&sim, "blue", orphan);
+    assert!(exists(&sim, &pods(), Some("blue"), "virt-launcher"));
+    assert!(!exists(&sim, &pods(), Some("blue"), "orphan"));
+}
+
+#[test]
 fn a_dependent_with_another_live_owner_only_loses_the_reference() {
     let sim = sim();
     create_namespace(&sim, "blue");

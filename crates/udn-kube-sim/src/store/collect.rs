@@ -64,11 +64,20 @@ impl State {
     }
 
     /// `attemptToDeleteItem`: drop references to missing or foreground-deleting owners
-    /// when a live owner remains, else delete the object.
+    /// when a live owner remains, else delete the object. An owner whose kind the server
+    /// does not serve (a CRD not installed, e.g. KubeVirt's `VirtualMachineInstance`) cannot
+    /// be looked up: the real collector fails the item and retries it, so the object stays.
     fn collect_dependent(&mut self, r: &ObjRef) {
         let Some(obj) = self.get(r).cloned() else {
             return;
         };
+        let unresolvable = meta::owner_refs(&obj).iter().any(|owner| {
+            let text = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or_default();
+            self.registry.by_kind(text("apiVersion"), text("kind")).is_none()
+        });
+        if unresolvable {
+            return;
+        }
         let uids = meta::owner_uids(&obj);
         if uids.is_empty() {
             return;
