@@ -469,6 +469,113 @@ fn a_secondary_network_service_lists_the_pods_secondary_ips(
     Ok(())
 }
 
+/// A virt-launcher pod of VM instance `vm-uid-1` in `blue` (the migration target when
+/// `target`), as KubeVirt labels and owns them, whose readiness probe fails: KubeVirt reports
+/// both launchers not ready during a migration.
+fn launcher(name: &str, node: &str, target: bool) -> String {
+    let spec = PodSpec {
+        namespace: "blue",
+        name,
+        node,
+        labels: &[("tier", "vm"), ("kubevirt.io", "virt-launcher")],
+        ..PodSpec::default()
+    };
+    let mut pod: Value = serde_json::from_str(&spec.yaml()).unwrap_or_default();
+    pod["metadata"]["ownerReferences"] = serde_json::json!([{
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+        "name": "vm", "uid": "vm-uid-1", "controller": true,
+    }]);
+    if target {
+        pod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = "migration-uid-1".into();
+    }
+    pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"] = 9.into();
+    pod.to_string()
+}
+
+const VM_SERVICE: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: vm, namespace: blue}
+spec:
+  selector: {tier: vm}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+"#;
+
+/// `(address, ready, serving, terminating)` of the endpoints of blue/vm's slices by `manager`.
+fn vm_endpoints(sandbox: &Sandbox, manager: &str) -> Vec<(String, Value, Value, Value)> {
+    let label = if manager == MIRROR {
+        "k8s.ovn.org/service-name=vm"
+    } else {
+        "kubernetes.io/service-name=vm"
+    };
+    let out = sandbox.kubectl_output(&[
+        "get",
+        "endpointslices",
+        "-n",
+        "blue",
+        "-l",
+        &format!("endpointslice.kubernetes.io/managed-by={manager},{label}"),
+        "-o",
+        "json",
+    ]);
+    let slices: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["items"].as_array().cloned())
+        .unwrap_or_default();
+    let mut found: Vec<(String, Value, Value, Value)> = slices
+        .iter()
+        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+        .map(|e| {
+            let c = &e["conditions"];
+            (
+                e["addresses"][0].as_str().unwrap_or_default().to_owned(),
+                c["ready"].clone(),
+                c["serving"].clone(),
+                c["terminating"].clone(),
+            )
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+fn vm_endpoints_stay_ready_during_a_live_migration_only(sandbox: &Sandbox) -> Result<(), String> {
+    sandbox.apply(&launcher("vm-src", "node1", false));
+    sandbox.apply(&launcher("vm-dst", "node2", true));
+    let mut udn = BTreeSet::new();
+    for name in ["vm-src", "vm-dst"] {
+        let ip = sandbox.eventually(&format!("blue/{name} is wired"), || {
+            sandbox.ip_on("blue", name, "ovn-udn1").ok()
+        })?;
+        udn.insert(bare(ip));
+    }
+    sandbox.apply(VM_SERVICE);
+    // Kubernetes' slice says not ready; during the migration the mirror says ready.
+    let yes = Value::Bool(true);
+    let no = Value::Bool(false);
+    sandbox.eventually("the default slice lists both launchers not ready", || {
+        let found = vm_endpoints(sandbox, DEFAULT_SLICES);
+        (found.len() == 2 && found.iter().all(|e| e.1 == no)).then_some(())
+    })?;
+    sandbox.eventually("the mirror keeps both launchers ready and serving", || {
+        let found = vm_endpoints(sandbox, MIRROR);
+        let addresses: BTreeSet<String> = found.iter().map(|e| e.0.clone()).collect();
+        (addresses == udn && found.iter().all(|e| e.1 == yes && e.2 == yes && e.3 == no))
+            .then_some(())
+    })?;
+    // The migration fails: KubeVirt deletes the target. The source's conditions are copied.
+    sandbox.delete("blue", &["pod", "vm-dst", "--grace-period=0", "--force"])?;
+    sandbox.eventually(
+        "after the failed migration the mirror copies not ready",
+        || {
+            let found = vm_endpoints(sandbox, MIRROR);
+            (found.len() == 1 && found[0].1 == no && found[0].2 == no).then_some(())
+        },
+    )?;
+    sandbox.delete("blue", &["pod", "vm-src", "--grace-period=0", "--force"])?;
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     run_suite(
         "services",
@@ -482,6 +589,10 @@ fn main() -> std::process::ExitCode {
             (
                 "mirrored_slices_carry_the_udn_addresses",
                 mirrored_slices_carry_the_udn_addresses,
+            ),
+            (
+                "vm_endpoints_stay_ready_during_a_live_migration_only",
+                vm_endpoints_stay_ready_during_a_live_migration_only,
             ),
             (
                 "an_in_use_nad_comes_back_and_an_unused_one_stays_deleted",
