@@ -73,7 +73,9 @@ impl State {
         };
         let unresolvable = meta::owner_refs(&obj).iter().any(|owner| {
             let text = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or_default();
-            self.registry.by_kind(text("apiVersion"), text("kind")).is_none()
+            self.registry
+                .by_kind(text("apiVersion"), text("kind"))
+                .is_none()
         });
         if unresolvable {
             return;
