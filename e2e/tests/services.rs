@@ -171,20 +171,15 @@ fn a_cluster_ip_answers_only_inside_its_network(sandbox: &Sandbox) -> Result<(),
     Ok(())
 }
 
-/// The EndpointSlices of Service `web` in `namespace` managed by `manager`, as JSON.
-fn slices(sandbox: &Sandbox, namespace: &str, manager: &str) -> Vec<Value> {
-    let service_label = if manager == MIRROR {
-        "k8s.ovn.org/service-name"
-    } else {
-        "kubernetes.io/service-name"
-    };
+/// The EndpointSlices of `namespace` matching the label `selector`, as JSON.
+fn slices_labelled(sandbox: &Sandbox, namespace: &str, selector: &str) -> Vec<Value> {
     let out = sandbox.kubectl_output(&[
         "get",
         "endpointslices",
         "-n",
         namespace,
         "-l",
-        &format!("endpointslice.kubernetes.io/managed-by={manager},{service_label}=web"),
+        selector,
         "-o",
         "json",
     ]);
@@ -192,6 +187,26 @@ fn slices(sandbox: &Sandbox, namespace: &str, manager: &str) -> Vec<Value> {
         .ok()
         .and_then(|v| v["items"].as_array().cloned())
         .unwrap_or_default()
+}
+
+/// The slices of Service `service` in `namespace` managed by `manager` (mirrors carry the
+/// Service in `k8s.ovn.org/service-name`, Kubernetes' in `kubernetes.io/service-name`).
+fn service_slices(sandbox: &Sandbox, namespace: &str, manager: &str, service: &str) -> Vec<Value> {
+    let key = if manager == MIRROR {
+        "k8s.ovn.org/service-name"
+    } else {
+        "kubernetes.io/service-name"
+    };
+    slices_labelled(
+        sandbox,
+        namespace,
+        &format!("endpointslice.kubernetes.io/managed-by={manager},{key}={service}"),
+    )
+}
+
+/// The slices of Service `web` in `namespace` managed by `manager`.
+fn slices(sandbox: &Sandbox, namespace: &str, manager: &str) -> Vec<Value> {
+    service_slices(sandbox, namespace, manager, "web")
 }
 
 fn addresses(slices: &[Value]) -> BTreeSet<String> {
@@ -366,20 +381,12 @@ spec:
 
 /// Our secondary-network slices of `sec/nginx-nad`.
 fn secondary_slices(sandbox: &Sandbox) -> Vec<Value> {
-    let out = sandbox.kubectl_output(&[
-        "get",
-        "endpointslices",
-        "-n",
+    service_slices(
+        sandbox,
         "sec",
-        "-l",
-        "endpointslice.kubernetes.io/managed-by=secondary-network-endpointslice-controller.k8s.ovn.org,kubernetes.io/service-name=nginx-nad",
-        "-o",
-        "json",
-    ]);
-    serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v["items"].as_array().cloned())
-        .unwrap_or_default()
+        "secondary-network-endpointslice-controller.k8s.ovn.org",
+        "nginx-nad",
+    )
 }
 
 fn a_secondary_network_service_lists_the_pods_secondary_ips(
@@ -503,25 +510,7 @@ spec:
 
 /// `(address, ready, serving, terminating)` of the endpoints of blue/vm's slices by `manager`.
 fn vm_endpoints(sandbox: &Sandbox, manager: &str) -> Vec<(String, Value, Value, Value)> {
-    let label = if manager == MIRROR {
-        "k8s.ovn.org/service-name=vm"
-    } else {
-        "kubernetes.io/service-name=vm"
-    };
-    let out = sandbox.kubectl_output(&[
-        "get",
-        "endpointslices",
-        "-n",
-        "blue",
-        "-l",
-        &format!("endpointslice.kubernetes.io/managed-by={manager},{label}"),
-        "-o",
-        "json",
-    ]);
-    let slices: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v["items"].as_array().cloned())
-        .unwrap_or_default();
+    let slices = service_slices(sandbox, "blue", manager, "vm");
     let mut found: Vec<(String, Value, Value, Value)> = slices
         .iter()
         .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())

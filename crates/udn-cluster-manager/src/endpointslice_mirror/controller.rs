@@ -204,7 +204,7 @@ async fn sync(shared: &Shared, key: &str) -> Result<(), MirrorError> {
         .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
         .filter_map(|p| Some((p.metadata.name.clone()?, p)))
         .collect();
-    let duplicates = mirrors.len() > 1;
+    let mirror_count = mirrors.len();
     let action = plan::plan(&Inputs {
         namespace,
         name,
@@ -214,12 +214,12 @@ async fn sync(shared: &Shared, key: &str) -> Result<(), MirrorError> {
         pods: &pods,
     })?;
     apply(shared, namespace, name, action).await?;
-    if duplicates {
+    if mirror_count > 1 {
         // The retry creates the one mirror.
         return Err(MirrorError::Duplicates {
             namespace: namespace.to_owned(),
             slice: name.to_owned(),
-            count: 2,
+            count: mirror_count,
         });
     }
     Ok(())
