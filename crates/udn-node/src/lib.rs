@@ -19,4 +19,5 @@ pub mod metrics;
 pub mod netlink;
 pub mod nft;
 pub mod ovs;
+pub mod services;
 pub mod watch;

@@ -1,11 +1,11 @@
 //! The Kubernetes side: reflector stores of what the agent reads (this node's pods, its Node,
-//! NetworkAttachmentDefinitions) and a generation counter that moves on every change, so
+//! NetworkAttachmentDefinitions, Services of every namespace) and a generation counter that moves on every change, so
 //! that a waiter (a CNI ADD waiting for its pod's annotation) wakes on changes instead of
 //! polling.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
@@ -23,6 +23,8 @@ pub struct Stores {
     pub node: Store<Node>,
     /// NADs of every namespace.
     pub nads: Store<NetworkAttachmentDefinition>,
+    /// Services of every namespace (the gateway's per-service flows and nftables).
+    pub services: Store<Service>,
     generation: watch::Receiver<u64>,
 }
 
@@ -65,6 +67,14 @@ impl Stores {
             Api::all(client.clone()),
             watcher::Config::default(),
             nads_writer,
+            bump.clone(),
+        ));
+        let (services, services_writer) = reflector::store::<Service>();
+        tasks.spawn(pump(
+            "services",
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            services_writer,
             bump,
         ));
         for (resource, ready) in [
@@ -74,6 +84,7 @@ impl Stores {
                 "network-attachment-definitions",
                 nads.wait_until_ready().await.is_ok(),
             ),
+            ("services", services.wait_until_ready().await.is_ok()),
         ] {
             if !ready {
                 return Err(WatchError { resource });
@@ -83,6 +94,7 @@ impl Stores {
             pods,
             node: nodes,
             nads,
+            services,
             generation,
         })
     }

@@ -1,8 +1,9 @@
 //! The gateway bridge's flow table against a real ovs-vswitchd (a udn-ovn-lab node's breth0,
 //! userspace datapath): applied it is exactly the desired table, a second sync sends nothing,
 //! removing a network removes only its flows, what someone else changed is put back, every
-//! text variant (dual-stack, VLAN) is accepted by OVS, UDN patch ports get no-flood, and the
-//! masquerade neighbours converge.
+//! text variant (dual-stack, VLAN, per-Service flows) is accepted by OVS, Service flows
+//! converge and go with their Service, UDN patch ports get no-flood, and the masquerade
+//! neighbours converge.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod gateway_support;
@@ -14,10 +15,11 @@ use gateway_support::*;
 use ipnetwork::IpNetwork;
 use udn_api::cluster::ClusterConfig;
 use udn_node::gateway::{
-    DEFAULT_OPENFLOW_COOKIE, GatewayCluster, GatewaySync, desired_flows, plan_flows, sync_flows,
-    sync_neighbors,
+    DEFAULT_OPENFLOW_COOKIE, GatewayCluster, GatewaySync, desired_flows, plan_flows,
+    service_cookie, sync_flows, sync_neighbors,
 };
 use udn_node::netlink::{NetnsPath, in_netns};
+use udn_node::services::{Protocol, ServiceNetwork};
 use udn_ovn_lab::{Lab, LabConfig};
 
 fn lab() -> Lab {
@@ -198,6 +200,8 @@ fn every_text_variant_is_accepted_by_ovs() {
     dual.bridge_ips.push(v6);
     dual.host_addresses.push(v6);
     dual.host_addresses.push("192.168.9.4/24".parse().unwrap());
+    dual.bridge_ports = bridge_ports(node);
+    dual.services = every_kind_of_service();
     let mut vlan = dual.clone();
     vlan.cluster.vlan_id = Some(100);
     let mut no_segmentation = dual.clone();
@@ -232,6 +236,126 @@ fn every_text_variant_is_accepted_by_ovs() {
         }
         assert_eq!(dump(node).len(), desired.len(), "{name}");
     }
+}
+
+/// Services of both networks with every protocol, both families of external and ingress
+/// IPs, and an allowed default Service with both families of cluster IPs.
+fn every_kind_of_service() -> Vec<udn_node::services::ServiceView> {
+    let blue = ServiceNetwork::Udn("blue_net".to_owned());
+    vec![
+        service(
+            "default",
+            "web",
+            ServiceNetwork::Default,
+            &["10.96.0.20", "fd00:10:96::20"],
+            &[
+                (Protocol::Tcp, 80, Some(30080)),
+                (Protocol::Udp, 53, Some(30053)),
+                (Protocol::Sctp, 9, Some(30009)),
+            ],
+            &["192.168.9.200", "fd00:99::200"],
+            &["192.168.9.201"],
+        ),
+        service(
+            "blue",
+            "api",
+            blue,
+            &["10.96.0.30"],
+            &[(Protocol::Tcp, 8080, Some(30880))],
+            &["192.168.9.202"],
+            &["fd00:99::201"],
+        ),
+        service(
+            "kube-system",
+            "kube-dns",
+            ServiceNetwork::Default,
+            &["10.96.0.10", "fd00:10:96::a"],
+            &[(Protocol::Udp, 53, None)],
+            &[],
+            &[],
+        ),
+    ]
+}
+
+/// Service flows on a real bridge: every text is accepted and converges, a second sync sends
+/// nothing, and a deleted Service's flows (by its cookies) go while the others stay.
+#[test]
+fn service_flows_converge_and_go_with_their_service() {
+    let lab = lab();
+    let node = lab.node("node1").unwrap();
+    let ofctl = ofctl(node);
+    let default = add_internal_port(node, "gw-default");
+    let blue = add_internal_port(node, "gw-blue");
+    let mut with = inputs(node, default, vec![udn("blue_net", 1, Some(blue))]);
+    with.bridge_ports = bridge_ports(node);
+    with.services = every_kind_of_service();
+    let desired = desired_flows(&with).unwrap();
+    let first = block_on(sync_flows(&ofctl, &with)).unwrap();
+    assert!(first.changed());
+    assert!(
+        block_on(plan_flows(&ofctl, "breth0", &desired))
+            .unwrap()
+            .is_empty()
+    );
+    let flows = dump(node);
+    assert_eq!(flows.len(), desired.len(), "{flows:#?}");
+    // IPv4 cluster: the web NodePorts as tcp/udp/sctp, their external IPs of both families,
+    // blue's NodePort to blue's patch port, kube-dns's IPv4 and IPv6 table 2 flows.
+    let web_tcp = service_cookie("default", "web", "tcp", 30080);
+    let blue_np = service_cookie("blue", "api", "tcp", 30880);
+    let web_v6 = service_cookie("default", "web", "fd00:99::200", 80);
+    for (cookie, count) in [(&web_tcp, 2), (&blue_np, 2), (&web_v6, 4)] {
+        let cookie = format!("cookie={cookie},");
+        assert_eq!(
+            flows.iter().filter(|flow| flow.contains(&cookie)).count(),
+            count,
+            "{cookie} {flows:#?}"
+        );
+    }
+    assert!(
+        flows
+            .iter()
+            .any(|flow| flow.contains(&format!("cookie={blue_np},"))
+                && flow.contains(&format!("actions=output:{blue}"))),
+        "{flows:#?}"
+    );
+    assert_eq!(
+        flows
+            .iter()
+            .filter(|flow| flow.contains("priority=300") && flow.contains("table=2"))
+            .count(),
+        2,
+        "{flows:#?}"
+    );
+
+    // Nothing to send the second time.
+    let second = block_on(sync_flows(&ofctl, &with)).unwrap();
+    assert!(!second.changed(), "{second:?}");
+
+    // web is deleted: every flow with one of its cookies goes, nothing else changes.
+    let mut without = with;
+    without.services.retain(|service| service.name != "web");
+    let third = block_on(sync_flows(&ofctl, &without)).unwrap();
+    assert!(third.diff.add.is_empty(), "{:?}", third.diff);
+    let after = dump(node);
+    let gone: BTreeSet<&String> = flows.iter().filter(|f| !after.contains(f)).collect();
+    assert_eq!(gone.len(), flows.len() - after.len());
+    assert!(
+        gone.iter().all(|flow| !flow.contains("cookie=0xdeff105")),
+        "{gone:#?}"
+    );
+    assert!(
+        !after
+            .iter()
+            .any(|flow| flow.contains(&format!("cookie={web_tcp},"))
+                || flow.contains(&format!("cookie={web_v6},")))
+    );
+    assert_eq!(after.len(), desired_flows(&without).unwrap().len());
+    assert!(
+        after
+            .iter()
+            .any(|flow| flow.contains(&format!("cookie={blue_np},")))
+    );
 }
 
 #[test]

@@ -1,14 +1,16 @@
 //! The gateway bridge's inputs gathered from the host, OVS and the NADs (for
 //! [`crate::gateway`]): the bridge's MAC and addresses, the ofports of its uplink and of
-//! the patch ports ovn-controller made for the default network and every primary UDN.
+//! the patch ports ovn-controller made for the default network and every primary UDN, every
+//! port of the bridge, and the cluster's Services.
 
 use udn_api::names::ovn_prefix;
 
 use super::primary_udns::{PrimaryUdn, primary_udns};
+use super::services::service_views;
 use crate::annotations::NodeFacts;
 use crate::config::Config;
 use crate::gateway::{BridgeInputs, GatewayCluster, OfPort, UdnPatch, patch_port_name};
-use crate::ovs::{Focus, Ovs, OvsError};
+use crate::ovs::{Focus, Ovs, OvsError, OvsState};
 use crate::watch::Stores;
 
 /// The bridge's inputs, or `None` while the default network's patch port does not exist
@@ -54,7 +56,10 @@ pub fn bridge_inputs(
             });
         }
     }
+    let bridge_ports = bridge_ports(&state, &gateway.bridge);
     Ok(Some(BridgeInputs {
+        bridge_ports,
+        services: service_views(stores, config),
         bridge: gateway.bridge.clone(),
         mac: gateway.mac,
         ofport_phys: uplink.as_deref().and_then(ofport),
@@ -65,6 +70,33 @@ pub fn bridge_inputs(
         udns,
         cluster: GatewayCluster::from_cluster(&config.cluster),
     }))
+}
+
+/// The ofports of every interface of `bridge`, as `ovs-ofctl show` lists them: numbers
+/// ascending, the bridge's own port (OpenFlow's 65534) as `LOCAL`, last.
+fn bridge_ports(state: &OvsState, bridge: &str) -> Vec<OfPort> {
+    /// `OFPP_LOCAL` as OVSDB reports the bridge's internal port.
+    const OFPP_LOCAL: i64 = 65534;
+    let Some((_, row)) = state.bridge(bridge) else {
+        return Vec::new();
+    };
+    let mut numbers: Vec<i64> = row
+        .ports
+        .iter()
+        .filter_map(|port| state.ports.get(port))
+        .flat_map(|port| port.interfaces.iter())
+        .filter_map(|interface| state.interfaces.get(interface)?.ofport)
+        .filter(|ofport| *ofport > 0)
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    numbers
+        .into_iter()
+        .filter_map(|number| match number {
+            OFPP_LOCAL => Some(OfPort::Local),
+            other => u32::try_from(other).ok().map(OfPort::Number),
+        })
+        .collect()
 }
 
 /// Gateway init's host side of the masquerade subnet (upstream `initFunc` and

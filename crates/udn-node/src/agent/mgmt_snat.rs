@@ -13,8 +13,8 @@
 //! sets live there too.
 //!
 //! The sets' elements are plain input ([`NoSnatElements`]): after an apply the sets hold
-//! exactly those. The ETP=Local Services that fill them are not built yet, so the agent
-//! passes none.
+//! exactly those. The agent fills `mgmtport-no-snat-nodeports` from the NodePorts of
+//! `externalTrafficPolicy: Local` Services ([`no_snat_nodeports`]).
 
 mod legacy_iptables;
 
@@ -109,27 +109,8 @@ impl NoSnatSet {
     }
 }
 
-/// A transport protocol of a no-SNAT element (`inet_proto`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    /// `tcp`.
-    Tcp,
-    /// `udp`.
-    Udp,
-    /// `sctp`.
-    Sctp,
-}
-
-impl Protocol {
-    /// The nft spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tcp => "tcp",
-            Self::Udp => "udp",
-            Self::Sctp => "sctp",
-        }
-    }
-}
+/// A transport protocol of a no-SNAT element (`inet_proto`): a Service port's.
+pub use crate::services::Protocol;
 
 /// A NodePort whose traffic keeps its source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -161,6 +142,28 @@ pub struct NoSnatElements {
     pub services: BTreeSet<ServicePort>,
     /// `mgmtport-no-snat-subnets-v4` and `-v6`, by family.
     pub subnets: BTreeSet<IpNetwork>,
+}
+
+/// The `mgmtport-no-snat-nodeports` elements of `services` (upstream `getGatewayNFTRules`
+/// with `getNoSNATNodePortRules`): every NodePort of an `externalTrafficPolicy: Local`
+/// Service, so the client's source survives the management port. Upstream adds them only
+/// while the Service has no host-network endpoint on this node; udn does not read
+/// endpoints and never DNATs to a local host-network endpoint (docs/gateway.md), so that
+/// is always the case here. `services` are those of networks active on this node.
+pub fn no_snat_nodeports<'a>(
+    services: impl IntoIterator<Item = &'a crate::services::ServiceView>,
+) -> BTreeSet<NodePort> {
+    services
+        .into_iter()
+        .filter(|service| service.external_traffic_local && !service.cluster_ips.is_empty())
+        .flat_map(|service| &service.ports)
+        .filter_map(|port| {
+            Some(NodePort {
+                protocol: port.protocol,
+                port: port.node_port?,
+            })
+        })
+        .collect()
 }
 
 /// What the chain is built from.

@@ -11,6 +11,7 @@ pub mod mgmt_snat;
 pub mod nic_to_bridge;
 pub mod pods;
 pub mod primary_udns;
+pub mod services;
 pub mod udn_host;
 
 use std::sync::Arc;

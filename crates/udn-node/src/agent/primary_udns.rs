@@ -1,8 +1,12 @@
 //! The primary UDNs the node knows from its NADs: each network once (its first NAD in the
 //! store's order), with the network ID cluster-manager annotated on it. A NAD whose config
 //! does not parse, that is not a primary UDN, or has no ID yet is skipped (the agent looks
-//! again on the next change).
+//! again on the next change). Also which namespaces those networks are primary in, which
+//! decides the network of a Service.
 
+use std::collections::BTreeMap;
+
+use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::netconf::{NetConf, NetInfo, UserDefinedNetInfo};
 
 use crate::config::Config;
@@ -21,28 +25,72 @@ pub struct PrimaryUdn {
 pub fn primary_udns(stores: &Stores, config: &Config) -> Vec<PrimaryUdn> {
     let mut out: Vec<PrimaryUdn> = Vec::new();
     for nad in stores.nads.state() {
-        let Some(text) = nad.spec.config.as_deref() else {
-            continue;
-        };
-        let Ok(conf) = NetConf::parse(text, config.cluster.mtu) else {
-            continue;
-        };
-        let Ok(NetInfo::UserDefined(info)) = NetInfo::from_netconf(&conf, &config.cluster) else {
-            continue;
-        };
-        let id = nad
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(udn_api::names::ANNOTATION_NETWORK_ID))
-            .and_then(|id| id.parse::<u32>().ok());
-        let (true, Some(id)) = (info.primary, id) else {
+        let Some((info, Some(id))) = primary_udn_of(&nad, config) else {
             continue;
         };
         if out.iter().any(|udn| udn.info.name == info.name) {
             continue;
         }
-        out.push(PrimaryUdn { info: *info, id });
+        out.push(PrimaryUdn { info, id });
     }
     out
+}
+
+/// The primary network of a namespace that has a primary-UDN NAD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceUdn {
+    /// The network, with its ID.
+    Ready {
+        /// The network's name.
+        network: String,
+        /// `k8s.ovn.org/network-id`.
+        id: u32,
+    },
+    /// The NAD has no network ID yet: the namespace's network is not usable yet (upstream's
+    /// invalid-primary-network case, whose Services are skipped until it is).
+    Pending,
+}
+
+/// The namespaces with a primary-UDN NAD and their network (a namespace's first such NAD in
+/// the store's order); namespaces not listed are on the default network.
+pub fn primary_udn_namespaces(stores: &Stores, config: &Config) -> BTreeMap<String, NamespaceUdn> {
+    let mut out = BTreeMap::new();
+    for nad in stores.nads.state() {
+        let Some(namespace) = nad.metadata.namespace.clone() else {
+            continue;
+        };
+        let Some((info, id)) = primary_udn_of(&nad, config) else {
+            continue;
+        };
+        out.entry(namespace).or_insert(match id {
+            Some(id) => NamespaceUdn::Ready {
+                network: info.name,
+                id,
+            },
+            None => NamespaceUdn::Pending,
+        });
+    }
+    out
+}
+
+/// The network of `nad` and its ID (if annotated yet), when it is a primary UDN whose config
+/// parses.
+fn primary_udn_of(
+    nad: &NetworkAttachmentDefinition,
+    config: &Config,
+) -> Option<(UserDefinedNetInfo, Option<u32>)> {
+    let conf = NetConf::parse(nad.spec.config.as_deref()?, config.cluster.mtu).ok()?;
+    let NetInfo::UserDefined(info) = NetInfo::from_netconf(&conf, &config.cluster).ok()? else {
+        return None;
+    };
+    if !info.primary {
+        return None;
+    }
+    let id = nad
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(udn_api::names::ANNOTATION_NETWORK_ID))
+        .and_then(|id| id.parse::<u32>().ok());
+    Some((*info, id))
 }

@@ -10,6 +10,8 @@ use udn_api::annotations::MacAddress;
 use udn_api::cluster::{ClusterConfig, GatewayMode};
 use udn_ipam::NetworkId;
 
+use crate::services::ServiceView;
+
 /// Upstream's default `--conntrack-zone`: the zone of pod and host egress on the bridge.
 /// The host masquerade zone is this + 1, the OVN masquerade zone + 2, the IP fragment
 /// reassembly zone + 4 (`config.Default.*ConntrackZone`).
@@ -64,6 +66,10 @@ pub struct GatewayCluster {
     pub encap_port: u16,
     /// `--gateway-vlanid` (`None`: untagged).
     pub vlan_id: Option<u16>,
+    /// `--udn-allowed-default-services` (`namespace/name`): default-network Services whose
+    /// cluster IPs the host sends to the default network even from a UDN's side (table 2,
+    /// priority 300), so UDN pods reach e.g. kube-dns.
+    pub udn_allowed_default_services: Vec<String>,
 }
 
 impl GatewayCluster {
@@ -81,7 +87,18 @@ impl GatewayCluster {
             conntrack_zone: DEFAULT_CONNTRACK_ZONE,
             encap_port: DEFAULT_ENCAP_PORT,
             vlan_id: None,
+            udn_allowed_default_services: cluster.udn_allowed_default_services.clone(),
         }
+    }
+
+    /// Whether `namespace/name` is listed in `--udn-allowed-default-services` (upstream
+    /// `IsUDNEnabledService`).
+    pub fn is_udn_enabled_service(&self, namespace: &str, name: &str) -> bool {
+        self.udn_allowed_default_services.iter().any(|entry| {
+            entry
+                .split_once('/')
+                .is_some_and(|(ns, n)| ns == namespace && n == name)
+        })
     }
 }
 
@@ -120,6 +137,14 @@ pub struct BridgeInputs {
     pub host_addresses: Vec<IpNetwork>,
     /// The primary UDNs present on the node.
     pub udns: Vec<UdnPatch>,
+    /// Every port of the bridge as `ovs-ofctl show` lists them (numbers ascending, `LOCAL`
+    /// last): the ARP/NS bypass of an external IP goes to all of them but the uplink and the
+    /// Service's patch port. Empty: unknown (the bypass then goes to `LOCAL` only, as
+    /// upstream's fallback).
+    pub bridge_ports: Vec<OfPort>,
+    /// The Services of the cluster (sorted by namespace and name): NodePorts, external IPs
+    /// and load balancer ingress IPs of those whose network is on the bridge get their flows.
+    pub services: Vec<ServiceView>,
     /// Cluster-wide settings.
     pub cluster: GatewayCluster,
 }

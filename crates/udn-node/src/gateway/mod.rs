@@ -3,8 +3,9 @@
 //! the default network's flows and, per primary UDN, the SNAT of its gateway router's
 //! masquerade IP to the node IP in conntrack zone 64000 with a per-network conntrack mark,
 //! the reply steering by that mark, the cross-network service drop and the packet-mark
-//! dispatch — plus the no-flood bit of UDN patch ports and permanent neighbour entries for
-//! the masquerade IPs.
+//! dispatch; per Service, its NodePorts, external and ingress IPs to its network's patch
+//! port and the `--udn-allowed-default-services` cluster IPs to the default network — plus
+//! the no-flood bit of UDN patch ports and permanent neighbour entries for the masquerade IPs.
 //!
 //! The shape is inputs ([`BridgeInputs`]) -> desired ([`desired_flows`],
 //! [`desired_neighbors`]) -> plan ([`plan_flows`]: `ovs-ofctl diff-flows`;
@@ -25,12 +26,15 @@ mod fdb;
 mod flow;
 mod flows_common;
 mod flows_default;
+mod flows_services;
 mod inputs;
 mod neighbors;
 mod ofctl;
 mod render;
 mod sync;
 
+#[cfg(test)]
+mod service_tests;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +45,7 @@ pub use flow::{
     CT_MARK_HOST, CT_MARK_OVN, CT_MARK_UDN_BASE, DEFAULT_OPENFLOW_COOKIE, Flow, NODE_SNAT_PKT_MARK,
     PKT_MARK_BASE, RESYNC_PERIOD, flows_file,
 };
+pub use flows_services::service_cookie;
 pub use inputs::{
     BridgeInputs, DEFAULT_CONNTRACK_ZONE, DEFAULT_ENCAP_PORT, GatewayCluster, OfPort, UdnPatch,
     patch_port_name,

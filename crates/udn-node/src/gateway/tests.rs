@@ -27,6 +27,8 @@ fn lab_like(udns: Vec<UdnPatch>) -> BridgeInputs {
         bridge_ips: vec![net("172.18.0.2/16")],
         host_addresses: vec![net("172.18.0.2/16")],
         udns,
+        bridge_ports: vec![],
+        services: vec![],
         cluster: GatewayCluster::from_cluster(&ClusterConfig::ipv4_only()),
     }
 }
@@ -280,6 +282,8 @@ fn upstream_udn_mark_flows() {
             network_id: 1,
             ofport: Some(OfPort::Name("patch-ovsbr1_bluenet".into())),
         }],
+        bridge_ports: vec![],
+        services: vec![],
         cluster,
     };
     let flows = texts(&inputs);
@@ -324,6 +328,8 @@ fn upstream_arp_fanout_filter_with_vlan() {
             network_id: 1,
             ofport: Some(OfPort::Name("patch-breth0_bluenet".into())),
         }],
+        bridge_ports: vec![],
+        services: vec![],
         cluster,
     };
     let flows = texts(&inputs);

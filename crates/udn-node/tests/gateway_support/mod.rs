@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ipnetwork::IpNetwork;
 use udn_api::cluster::ClusterConfig;
 use udn_node::gateway::{BridgeInputs, GatewayCluster, OfPort, Ofctl, UdnPatch};
+use udn_node::services::{Protocol, ServiceNetwork, ServicePortView, ServiceView};
 use udn_ovn_lab::Node;
 
 /// Runs `future` to completion on a fresh current-thread runtime.
@@ -74,8 +75,61 @@ pub(crate) fn inputs(node: &Node, default_patch: u32, udns: Vec<UdnPatch>) -> Br
         bridge_ips: vec![cidr],
         host_addresses: vec![cidr],
         udns,
+        bridge_ports: vec![],
+        services: vec![],
         cluster: GatewayCluster::from_cluster(&ClusterConfig::ipv4_only()),
     }
+}
+
+/// A Service on `network` with the ports `(protocol, port, node port)` and these external
+/// and ingress IPs.
+pub(crate) fn service(
+    namespace: &str,
+    name: &str,
+    network: ServiceNetwork,
+    cluster_ips: &[&str],
+    ports: &[(Protocol, u16, Option<u16>)],
+    external_ips: &[&str],
+    ingress_ips: &[&str],
+) -> ServiceView {
+    let ips = |list: &[&str]| list.iter().map(|ip| ip.parse().unwrap()).collect();
+    ServiceView {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        network,
+        cluster_ips: ips(cluster_ips),
+        ports: ports
+            .iter()
+            .map(|(protocol, port, node_port)| ServicePortView {
+                protocol: *protocol,
+                port: *port,
+                node_port: *node_port,
+            })
+            .collect(),
+        external_ips: ips(external_ips),
+        ingress_ips: ips(ingress_ips),
+        external_traffic_local: false,
+    }
+}
+
+/// Every port of breth0 as `ovs-ofctl show` lists them (numbers ascending, LOCAL last).
+pub(crate) fn bridge_ports(node: &Node) -> Vec<OfPort> {
+    let text = node.ofctl(&["show", "breth0"]).unwrap();
+    let mut numbers = Vec::new();
+    let mut local = false;
+    for line in text.lines().filter(|line| line.contains("addr:")) {
+        let port = line.trim().split('(').next().unwrap().trim();
+        match port.parse::<u32>() {
+            Ok(number) => numbers.push(number),
+            Err(_) => local |= port == "LOCAL",
+        }
+    }
+    numbers.sort_unstable();
+    let mut ports: Vec<OfPort> = numbers.into_iter().map(OfPort::Number).collect();
+    if local {
+        ports.push(OfPort::Local);
+    }
+    ports
 }
 
 /// The flows on breth0 as OVS prints them (no counters), sorted.
