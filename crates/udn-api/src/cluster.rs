@@ -62,7 +62,13 @@ pub struct ClusterConfig {
     pub gateway_mode: GatewayMode,
     /// Feature flags.
     pub features: FeatureFlags,
+    /// Default-network Services a primary UDN's pods may reach by their cluster IPs
+    /// (`--udn-allowed-default-services`), as `namespace/name`.
+    pub udn_allowed_default_services: Vec<String>,
 }
+
+/// Upstream's default `--udn-allowed-default-services`.
+pub const DEFAULT_UDN_ALLOWED_DEFAULT_SERVICES: &str = "default/kubernetes,kube-system/kube-dns";
 
 /// Why a [`ClusterConfig`] is unusable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -77,6 +83,15 @@ pub enum ClusterConfigError {
         field: &'static str,
         /// The subnet as given.
         cidr: IpNetwork,
+    },
+    /// An `--udn-allowed-default-services` entry is not `namespace/name` (upstream's
+    /// messages).
+    #[error("UDN enabled service {service:?} {reason}")]
+    UdnEnabledService {
+        /// The entry.
+        service: String,
+        /// Why.
+        reason: &'static str,
     },
     /// Cluster subnets and service CIDRs cover different IP families (upstream
     /// `illegal network configuration`).
@@ -150,6 +165,10 @@ impl Default for ClusterConfig {
             mtu: DEFAULT_MTU,
             gateway_mode: GatewayMode::Shared,
             features: FeatureFlags::default(),
+            udn_allowed_default_services: DEFAULT_UDN_ALLOWED_DEFAULT_SERVICES
+                .split(',')
+                .map(str::to_owned)
+                .collect(),
         }
     }
 }
@@ -215,8 +234,63 @@ impl ClusterConfig {
                 service: family_name(service),
             });
         }
+        for service in &self.udn_allowed_default_services {
+            check_udn_enabled_service(service)?;
+        }
         Ok(())
     }
+
+    /// Whether `namespace/name` is one of the default-network Services primary UDNs may
+    /// reach (upstream `util.IsUDNEnabledService`).
+    pub fn is_udn_enabled_service(&self, namespace: &str, name: &str) -> bool {
+        self.udn_allowed_default_services.iter().any(|s| {
+            s.split_once('/')
+                .is_some_and(|(ns, n)| ns == namespace && n == name)
+        })
+    }
+}
+
+/// Parses `--udn-allowed-default-services`: comma-separated `namespace/name` entries
+/// (upstream `parseServicesNamespacedNames`; an empty entry has no namespace).
+pub fn parse_udn_allowed_default_services(raw: &str) -> Result<Vec<String>, ClusterConfigError> {
+    raw.split(',')
+        .map(|entry| {
+            let entry = entry.trim().to_owned();
+            check_udn_enabled_service(&entry)?;
+            Ok(entry)
+        })
+        .collect()
+}
+
+fn check_udn_enabled_service(entry: &str) -> Result<(), ClusterConfigError> {
+    let error = |reason| ClusterConfigError::UdnEnabledService {
+        service: entry.to_owned(),
+        reason,
+    };
+    let Some((namespace, name)) = entry.split_once('/') else {
+        return Err(error("no namespace set"));
+    };
+    if namespace.is_empty() {
+        return Err(error("no namespace set"));
+    }
+    if !is_dns_label(namespace) {
+        return Err(error("has an invalid namespace"));
+    }
+    if name.len() > 253 || name.is_empty() || !name.split('.').all(is_dns_label) {
+        return Err(error("has an invalid name"));
+    }
+    Ok(())
+}
+
+/// An RFC 1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, at most
+/// 63 characters.
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
 fn families(nets: impl Iterator<Item = IpNetwork>) -> (bool, bool) {
@@ -290,5 +364,35 @@ mod tests {
         );
         config.cluster_subnets.clear();
         assert_eq!(config.validate(), Err(ClusterConfigError::NoClusterSubnets));
+    }
+
+    #[test]
+    fn udn_allowed_default_services_default_and_errors() {
+        let config = ClusterConfig::default();
+        assert!(config.is_udn_enabled_service("kube-system", "kube-dns"));
+        assert!(config.is_udn_enabled_service("default", "kubernetes"));
+        assert!(!config.is_udn_enabled_service("default", "web"));
+        assert_eq!(
+            parse_udn_allowed_default_services(" a/b ,c/d.e").unwrap(),
+            ["a/b", "c/d.e"]
+        );
+        for (raw, message) in [
+            (
+                "kubernetes",
+                "UDN enabled service \"kubernetes\" no namespace set",
+            ),
+            ("/x", "UDN enabled service \"/x\" no namespace set"),
+            (
+                "Bad/x",
+                "UDN enabled service \"Bad/x\" has an invalid namespace",
+            ),
+            (
+                "ns/x_y",
+                "UDN enabled service \"ns/x_y\" has an invalid name",
+            ),
+        ] {
+            let err = parse_udn_allowed_default_services(raw).unwrap_err();
+            assert_eq!(err.to_string(), message);
+        }
     }
 }

@@ -5,7 +5,10 @@
 use clap::{Args, ValueEnum};
 use ipnetwork::{IpNetwork, Ipv4Network, Ipv6Network};
 
-use crate::cluster::{ClusterConfig, ClusterConfigError, DEFAULT_MTU, GatewayMode};
+use crate::cluster::{
+    ClusterConfig, ClusterConfigError, DEFAULT_MTU, DEFAULT_UDN_ALLOWED_DEFAULT_SERVICES,
+    GatewayMode, parse_udn_allowed_default_services,
+};
 use crate::netconf::{SubnetParseError, parse_cluster_subnet_entries, parse_subnet_list};
 
 /// Cluster flags.
@@ -51,6 +54,10 @@ pub struct ClusterArgs {
     /// Allow Layer2 reservedSubnets / infrastructureSubnets / defaultGatewayIPs.
     #[arg(long)]
     pub enable_preconfigured_udn_addresses: bool,
+    /// Default-network Services (`namespace/name`, comma separated) that pods of primary
+    /// user-defined networks may reach by their cluster IPs.
+    #[arg(long, default_value = DEFAULT_UDN_ALLOWED_DEFAULT_SERVICES)]
+    pub udn_allowed_default_services: String,
 }
 
 /// Gateway mode flag values.
@@ -111,6 +118,8 @@ impl ClusterArgs {
         };
         cluster.features.persistent_ips = self.enable_persistent_ips;
         cluster.features.preconfigured_udn_addresses = self.enable_preconfigured_udn_addresses;
+        cluster.udn_allowed_default_services =
+            parse_udn_allowed_default_services(&self.udn_allowed_default_services)?;
         cluster.validate()?;
         Ok(cluster)
     }

@@ -247,3 +247,194 @@ async fn each_network_balances_its_own_services_over_its_own_addresses() {
     assert!(lb_uuid(&nb, default_tcp).is_some());
     zone.stop().await;
 }
+
+fn column(nb: &OvsdbServer, table: &str, name: &str, column: &str) -> String {
+    nb.nbctl(&[
+        "--bare",
+        "--columns",
+        column,
+        "find",
+        table,
+        &format!("name=\"{name}\""),
+    ])
+    .unwrap()
+    .trim()
+    .to_owned()
+}
+
+fn udn_enabled_route(nb: &OvsdbServer) -> Option<String> {
+    nb.nbctl(&[
+        "--bare",
+        "--columns",
+        "ip_prefix,nexthop,policy,external_ids",
+        "find",
+        "Logical_Router_Static_Route",
+        "external_ids:k8s.ovn.org/udn-enabled-default-service=kube-system/kube-dns",
+    ])
+    .ok()
+    .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+    .filter(|s| !s.is_empty())
+}
+
+async fn create(client: &kube::Client, ns: &str, body: Value) {
+    let api: Api<Service> = Api::namespaced(client.clone(), ns);
+    let svc: Service = serde_json::from_value(body).unwrap();
+    api.create(&PostParams::default(), &svc).await.unwrap();
+}
+
+/// NodePorts get per-node load balancers on the node's own switch and gateway router of the
+/// Service's network, with the node's address as VIP; the default Services UDNs may reach
+/// (`--udn-allowed-default-services`) get a route to the management port on each UDN's
+/// cluster router.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_ports_sit_on_the_nodes_switch_and_router_and_allowed_default_services_get_routes() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("warn")
+        .with_test_writer()
+        .try_init();
+    let nb = OvsdbServer::start_nb().unwrap();
+    let sb = OvsdbServer::start_sb().unwrap();
+    let cluster = TestCluster::new();
+    let client = cluster.client();
+    put_node(
+        &client,
+        &node(
+            "node1",
+            2,
+            &[("default", "10.244.0.0/24"), ("blue_net", "103.103.0.0/24")],
+        ),
+    )
+    .await;
+    put_namespace(&client, "kube-system", false).await;
+    put_namespace(&client, "blue", true).await;
+    put_nad(
+        &client,
+        nad_json(
+            "blue",
+            "net",
+            "blue_net",
+            json!({"topology": "layer3", "role": "primary", "subnets": "103.103.0.0/16/24", "mtu": 1400}),
+            1,
+        ),
+    )
+    .await;
+    create(
+        &client,
+        "blue",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "blue"},
+            "spec": {"type": "NodePort", "selector": {"app": "web"},
+                "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                "ports": [{"name": "http", "port": 88, "targetPort": 8080, "nodePort": 30088, "protocol": "TCP"}]}}),
+    )
+    .await;
+    put_slice(
+        &client,
+        slice_json(
+            "blue",
+            "web-ccccc",
+            Some(("blue_net", "web-bbbbb")),
+            &["103.103.0.5"],
+        ),
+    )
+    .await;
+    create(
+        &client,
+        "kube-system",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {"selector": {"k8s-app": "kube-dns"},
+                "clusterIP": "10.96.0.53", "clusterIPs": ["10.96.0.53"],
+                "ports": [{"name": "dns", "port": 53, "targetPort": 53, "protocol": "UDP"}]}}),
+    )
+    .await;
+
+    let mut zone = start_zone(&cluster, zone_config("node1"), nb.endpoint(), sb.endpoint()).await;
+    zone.converged(WAIT).await;
+
+    let per_node = "blue_net_Service_blue/web_TCP_node_router+switch_node1";
+    let uuid = eventually("the NodePort load balancer", || lb_uuid(&nb, per_node)).await;
+    assert_eq!(
+        lb_field(&nb, per_node, "vips").unwrap(),
+        "172.18.0.2:30088=103.103.0.5:8080"
+    );
+    // On blue's node switch and gateway router directly, in no group, not on the default
+    // network's.
+    let attached = |table: &str, name: &str| column(&nb, table, name, "load_balancer");
+    eventually("attached to the switch and router", || {
+        (attached("Logical_Switch", "blue_net_node1") == uuid
+            && attached("Logical_Router", "GR_blue_net_node1") == uuid)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(attached("Logical_Switch", "node1"), "");
+    assert_eq!(attached("Logical_Router", "GR_node1"), "");
+    for group in ["blue_net_clusterLBGroup", "blue_net_clusterSwitchLBGroup"] {
+        assert!(!group_members(&nb, group).contains(&uuid), "{group}");
+    }
+    // The ClusterIP stays cluster-wide, in the group.
+    let cluster_lb = lb_uuid(&nb, "blue_net_Service_blue/web_TCP_cluster").unwrap();
+    assert!(group_members(&nb, "blue_net_clusterLBGroup").contains(&cluster_lb));
+
+    // kube-dns: a route to blue's management port on blue's cluster router only.
+    let route = eventually("the allowed default service route", || {
+        udn_enabled_route(&nb)
+    })
+    .await;
+    assert!(
+        route.starts_with("10.96.0.53 103.103.0.2 dst-ip"),
+        "{route}"
+    );
+    for pair in [
+        "k8s.ovn.org/network=blue_net",
+        "k8s.ovn.org/topology=layer3",
+    ] {
+        assert!(route.contains(pair), "{pair} not in {route}");
+    }
+    let routes = column(
+        &nb,
+        "Logical_Router",
+        "blue_net_ovn_cluster_router",
+        "static_routes",
+    );
+    let route_uuid = nb
+        .nbctl(&[
+            "--bare",
+            "--columns",
+            "_uuid",
+            "find",
+            "Logical_Router_Static_Route",
+            "external_ids:k8s.ovn.org/udn-enabled-default-service=kube-system/kube-dns",
+        ])
+        .unwrap();
+    assert!(routes.contains(route_uuid.trim()), "{routes}");
+
+    // Without its NodePort the per-node load balancer and its attachments go.
+    let services: Api<Service> = Api::namespaced(client.clone(), "blue");
+    let mut svc = services.get("web").await.unwrap();
+    let spec = svc.spec.as_mut().unwrap();
+    spec.type_ = Some("ClusterIP".to_owned());
+    spec.ports.as_mut().unwrap()[0].node_port = None;
+    services
+        .replace("web", &PostParams::default(), &svc)
+        .await
+        .unwrap();
+    eventually("the NodePort load balancer gone", || {
+        (lb_uuid(&nb, per_node).is_none()
+            && attached("Logical_Switch", "blue_net_node1").is_empty()
+            && attached("Logical_Router", "GR_blue_net_node1").is_empty())
+        .then_some(())
+    })
+    .await;
+    // Without the Service its route goes.
+    let system: Api<Service> = Api::namespaced(client.clone(), "kube-system");
+    system
+        .delete("kube-dns", &Default::default())
+        .await
+        .unwrap();
+    eventually("the route gone", || {
+        udn_enabled_route(&nb).is_none().then_some(())
+    })
+    .await;
+    zone.stop().await;
+}

@@ -1,15 +1,43 @@
 //! A network's load balancers from its Services and EndpointSlices (upstream
-//! `buildServiceLBConfigs` / `buildClusterLBs` for ClusterIPs).
+//! `buildClusterLBs`, `buildPerNodeLBs` and `buildLB`): one cluster-wide load balancer per
+//! Service and protocol in the network's `clusterLBGroup`, and per-node ones attached to the
+//! node's switch and gateway router directly.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnetwork::IpNetwork;
+
+use super::config::{LbConfig, Vip, service_configs};
+use super::endpoints::{join_host_port, of_family};
+use super::per_node::{LbNode, per_node_lbs};
 use super::view::{ServiceView, SliceView};
+
+/// Upstream's `MaxClientIPServiceAffinitySeconds`: with this timeout the load balancer selects
+/// by source and destination IP instead of an `affinity_timeout`.
+const MAX_AFFINITY_TIMEOUT: u32 = 86_400;
+
+/// Protocols in upstream's order.
+const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
+
+/// Where a load balancer is attached.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LbAttach {
+    /// The network's `clusterLBGroup` (every node switch and gateway router).
+    ClusterGroup,
+    /// These nodes' switches and gateway routers, directly (node names).
+    Nodes {
+        /// Nodes whose switch holds it.
+        switches: Vec<String>,
+        /// Nodes whose gateway router holds it.
+        routers: Vec<String>,
+    },
+}
 
 /// One `Load_Balancer` row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LbSpec {
-    /// `[<prefix>]Service_<ns>/<name>_<PROTO>_cluster`.
+    /// `[<prefix>]Service_<ns>/<name>_<PROTO>_<scope>`.
     pub name: String,
     /// `ns/name` of the Service (the unit that owns the row).
     pub service: String,
@@ -19,64 +47,177 @@ pub struct LbSpec {
     pub vips: BTreeMap<String, String>,
     /// `options`.
     pub options: BTreeMap<String, String>,
+    /// `selection_fields` (`ip_src`, `ip_dst` for the longest session affinity).
+    pub selection_fields: Vec<String>,
     /// `external_ids` besides the engine's ownership stamps.
     pub external_ids: BTreeMap<String, String>,
+    /// Where it is attached.
+    pub attach: LbAttach,
 }
 
-fn endpoint(ip: IpAddr, port: u16) -> String {
-    match ip {
-        IpAddr::V4(v4) => format!("{v4}:{port}"),
-        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+/// One VIP and its targets (upstream `LBRule`).
+pub(crate) type Rule = (String, Vec<String>);
+
+/// What a network's load balancers are built from besides its Services and slices.
+#[derive(Clone, Debug)]
+pub struct NetLbContext<'a> {
+    /// The network (`None`: the default network).
+    pub network: Option<&'a str>,
+    /// Name prefix (`<network>_` on a UDN, empty for the default network).
+    pub prefix: &'a str,
+    /// Upstream's `"<v4> <v6>"` service hairpin masquerade IPs (`options:hairpin_snat_ip`).
+    pub hairpin_snat_ip: &'a str,
+    /// The network's cluster subnets: an endpoint outside them is host-networked.
+    pub subnets: &'a [IpNetwork],
+    /// The cluster's service CIDRs (which VIPs are cluster IPs).
+    pub service_cidrs: &'a [IpNetwork],
+    /// The zone's local nodes with what their per-node load balancers need.
+    pub nodes: &'a [LbNode],
+    /// The host masquerade IPs (`169.254.0.2`, `fd69::2`): a host-network endpoint on the
+    /// node itself is reached through them from its gateway router.
+    pub host_masquerade: (Ipv4Addr, Ipv6Addr),
+    /// The `externalTrafficPolicy: Local` masquerade IPs (`169.254.0.3`, `fd69::3`).
+    pub etp_local_masquerade: (Ipv4Addr, Ipv6Addr),
+}
+
+impl NetLbContext<'_> {
+    pub(crate) fn name(&self, service: &ServiceView, protocol: &str, scope: &str) -> String {
+        format!(
+            "{}Service_{}/{}_{protocol}_{scope}",
+            self.prefix, service.namespace, service.name
+        )
     }
-}
 
-/// The backends of Service port `port_name`/`protocol` in `family` (v6 or not) from `slices`
-/// (the Service's): ready endpoints, or when there are none the serving terminating ones
-/// (kube-proxy's fallback), each at the slice's port of that name.
-fn backends(slices: &[&SliceView], port_name: &str, protocol: &str, v6: bool) -> String {
-    let mut ready = BTreeSet::new();
-    let mut terminating = BTreeSet::new();
-    for slice in slices {
-        let Some((_, target, _)) = slice
-            .ports
+    pub(crate) fn is_cluster_ip(&self, ip: IpAddr) -> bool {
+        self.service_cidrs
             .iter()
-            .find(|(name, _, proto)| name == port_name && proto == protocol)
-        else {
-            continue;
-        };
-        for e in &slice.endpoints {
-            for ip in e.addresses.iter().filter(|ip| ip.is_ipv6() == v6) {
-                if e.ready && !e.terminating {
-                    ready.insert((*ip, *target));
-                } else if e.serving && e.terminating {
-                    terminating.insert((*ip, *target));
-                }
+            .any(|c| c.is_ipv6() == ip.is_ipv6() && c.contains(ip))
+    }
+
+    pub(crate) fn external_ids(&self) -> BTreeMap<String, String> {
+        let mut ids = BTreeMap::from([("k8s.ovn.org/kind".to_owned(), "Service".to_owned())]);
+        if let Some(network) = self.network {
+            ids.insert("k8s.ovn.org/network".to_owned(), network.to_owned());
+            ids.insert("k8s.ovn.org/role".to_owned(), "primary".to_owned());
+        }
+        ids
+    }
+
+    /// `options` and `selection_fields` of `service`'s load balancers (upstream `lbOpts`
+    /// and `buildLB`).
+    pub(crate) fn options(
+        &self,
+        service: &ServiceView,
+        skip_snat: bool,
+    ) -> (BTreeMap<String, String>, Vec<String>) {
+        let mut options = BTreeMap::from([
+            ("event".to_owned(), "false".to_owned()),
+            ("reject".to_owned(), "true".to_owned()),
+            ("skip_snat".to_owned(), skip_snat.to_string()),
+            ("neighbor_responder".to_owned(), "none".to_owned()),
+            (
+                "hairpin_snat_ip".to_owned(),
+                self.hairpin_snat_ip.to_owned(),
+            ),
+        ]);
+        let mut selection = Vec::new();
+        match service.affinity_timeout {
+            Some(MAX_AFFINITY_TIMEOUT) => {
+                selection = vec!["ip_src".to_owned(), "ip_dst".to_owned()];
             }
+            Some(timeout) if timeout > 0 => {
+                options.insert("affinity_timeout".to_owned(), timeout.to_string());
+            }
+            _ => {}
+        }
+        (options, selection)
+    }
+
+    /// A load balancer of `service` with `rules`.
+    pub(crate) fn lb(
+        &self,
+        service: &ServiceView,
+        protocol: &str,
+        scope: &str,
+        rules: &[Rule],
+        skip_snat: bool,
+        attach: LbAttach,
+    ) -> LbSpec {
+        let (options, selection_fields) = self.options(service, skip_snat);
+        LbSpec {
+            name: self.name(service, protocol, scope),
+            service: service.key(),
+            protocol: protocol.to_ascii_lowercase(),
+            vips: vip_map(rules),
+            options,
+            selection_fields,
+            external_ids: self.external_ids(),
+            attach,
         }
     }
-    let chosen = if ready.is_empty() { terminating } else { ready };
-    chosen
-        .into_iter()
-        .map(|(ip, port)| endpoint(ip, port))
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
-/// The load balancers of network `network` (`None`: the default network): its Services are
-/// those of `in_network` namespaces; `prefix` scopes the names (`<network>_` on a UDN);
-/// `hairpin_snat_ip` is upstream's `"<v4> <v6>"` service hairpin masquerade IPs. Sorted by
-/// name.
+/// The VIPs column: targets of rules with the same VIP are joined (upstream `buildVipMap`).
+pub(crate) fn vip_map(rules: &[Rule]) -> BTreeMap<String, String> {
+    let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (vip, targets) in rules {
+        joined
+            .entry(vip.clone())
+            .or_default()
+            .extend(targets.iter().cloned());
+    }
+    joined
+        .into_iter()
+        .map(|(vip, targets)| (vip, targets.join(",")))
+        .collect()
+}
+
+/// The configs by protocol, in upstream's protocol order.
+pub(crate) fn by_protocol(configs: &[LbConfig]) -> Vec<(&'static str, Vec<&LbConfig>)> {
+    PROTOCOLS
+        .iter()
+        .filter_map(|proto| {
+            let of: Vec<&LbConfig> = configs.iter().filter(|c| c.protocol == *proto).collect();
+            (!of.is_empty()).then_some((*proto, of))
+        })
+        .collect()
+}
+
+fn cluster_lbs(ctx: &NetLbContext<'_>, service: &ServiceView, configs: &[LbConfig]) -> Vec<LbSpec> {
+    let mut out = Vec::new();
+    for (protocol, configs) in by_protocol(configs) {
+        let mut rules = Vec::new();
+        for config in configs {
+            for vip in &config.vips {
+                let Vip::Ip(ip) = vip else { continue };
+                rules.push((
+                    join_host_port(*ip, config.inport),
+                    of_family(&config.cluster_targets, ip.is_ipv6()),
+                ));
+            }
+        }
+        out.push(ctx.lb(
+            service,
+            protocol,
+            "cluster",
+            &rules,
+            false,
+            LbAttach::ClusterGroup,
+        ));
+    }
+    out
+}
+
+/// The load balancers of `ctx`'s network: its Services are `services` (the caller chose
+/// them); `slices` may hold other networks' slices too. Sorted by name.
 pub fn network_lbs(
-    network: Option<&str>,
-    prefix: &str,
-    in_network: &dyn Fn(&str) -> bool,
+    ctx: &NetLbContext<'_>,
     services: &[ServiceView],
     slices: &[SliceView],
-    hairpin_snat_ip: &str,
 ) -> Vec<LbSpec> {
     let mut by_service: BTreeMap<(&str, &str), Vec<&SliceView>> = BTreeMap::new();
     for slice in slices {
-        if slice.network.as_deref() == network {
+        if slice.network.as_deref() == ctx.network {
             by_service
                 .entry((slice.namespace.as_str(), slice.service.as_str()))
                 .or_default()
@@ -84,206 +225,22 @@ pub fn network_lbs(
         }
     }
     let mut lbs = Vec::new();
+    let mut seen = BTreeSet::new();
     for service in services {
-        if service.cluster_ips.is_empty() || !in_network(&service.namespace) {
+        if service.cluster_ips.is_empty() || !seen.insert(service.key()) {
             continue;
         }
         let slices = by_service
             .get(&(service.namespace.as_str(), service.name.as_str()))
             .cloned()
             .unwrap_or_default();
-        let protocols: BTreeSet<&str> = service.ports.iter().map(|p| p.protocol.as_str()).collect();
-        for protocol in protocols {
-            let mut vips = BTreeMap::new();
-            for port in service.ports.iter().filter(|p| p.protocol == protocol) {
-                for ip in &service.cluster_ips {
-                    vips.insert(
-                        endpoint(*ip, port.port),
-                        backends(&slices, &port.name, protocol, ip.is_ipv6()),
-                    );
-                }
-            }
-            let mut options = BTreeMap::from([
-                ("event".to_owned(), "false".to_owned()),
-                ("reject".to_owned(), "true".to_owned()),
-                ("skip_snat".to_owned(), "false".to_owned()),
-                ("neighbor_responder".to_owned(), "none".to_owned()),
-                ("hairpin_snat_ip".to_owned(), hairpin_snat_ip.to_owned()),
-            ]);
-            if let Some(timeout) = service.affinity_timeout {
-                options.insert("affinity_timeout".to_owned(), timeout.to_string());
-            }
-            let mut external_ids =
-                BTreeMap::from([("k8s.ovn.org/kind".to_owned(), "Service".to_owned())]);
-            if let Some(network) = network {
-                external_ids.insert("k8s.ovn.org/network".to_owned(), network.to_owned());
-                external_ids.insert("k8s.ovn.org/role".to_owned(), "primary".to_owned());
-            }
-            lbs.push(LbSpec {
-                name: format!(
-                    "{prefix}Service_{}/{}_{protocol}_cluster",
-                    service.namespace, service.name
-                ),
-                service: format!("{}/{}", service.namespace, service.name),
-                protocol: protocol.to_ascii_lowercase(),
-                vips,
-                options,
-                external_ids,
-            });
-        }
+        let (per_node, cluster) = service_configs(service, &slices, ctx.subnets);
+        lbs.extend(cluster_lbs(ctx, service, &cluster));
+        lbs.extend(per_node_lbs(ctx, service, &slices, &per_node));
     }
     lbs.sort_by(|a, b| a.name.cmp(&b.name));
     lbs
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::view::{EndpointView, ServicePortView};
-    use super::*;
-
-    fn service(namespace: &str, ips: &[&str], ports: &[(&str, &str, u16)]) -> ServiceView {
-        ServiceView {
-            namespace: namespace.to_owned(),
-            name: "web".to_owned(),
-            cluster_ips: ips.iter().map(|ip| ip.parse().unwrap()).collect(),
-            ports: ports
-                .iter()
-                .map(|(name, protocol, port)| ServicePortView {
-                    name: (*name).to_owned(),
-                    protocol: (*protocol).to_owned(),
-                    port: *port,
-                })
-                .collect(),
-            affinity_timeout: None,
-        }
-    }
-
-    fn slice(
-        namespace: &str,
-        network: Option<&str>,
-        ports: &[(&str, u16, &str)],
-        endpoints: &[(&str, bool, bool, bool)],
-    ) -> SliceView {
-        SliceView {
-            namespace: namespace.to_owned(),
-            service: "web".to_owned(),
-            network: network.map(str::to_owned),
-            ports: ports
-                .iter()
-                .map(|(n, p, proto)| ((*n).to_owned(), *p, (*proto).to_owned()))
-                .collect(),
-            endpoints: endpoints
-                .iter()
-                .map(|(ip, ready, serving, terminating)| EndpointView {
-                    addresses: vec![ip.parse().unwrap()],
-                    ready: *ready,
-                    serving: *serving,
-                    terminating: *terminating,
-                })
-                .collect(),
-        }
-    }
-
-    const HAIRPIN: &str = "169.254.0.5 fd69::5";
-
-    #[test]
-    fn a_udn_service_balances_over_its_mirrored_endpoints_only() {
-        let services = [service(
-            "blue",
-            &["10.96.0.10", "fd00:10:96::a"],
-            &[("http", "TCP", 88), ("dns", "UDP", 53)],
-        )];
-        let slices = [
-            // Kubernetes' slice: the pods' default-network IPs.
-            slice(
-                "blue",
-                None,
-                &[("http", 80, "TCP"), ("dns", 5353, "UDP")],
-                &[("10.244.0.5", true, true, false)],
-            ),
-            slice(
-                "blue",
-                Some("blue_net"),
-                &[("http", 80, "TCP"), ("dns", 5353, "UDP")],
-                &[
-                    ("103.103.1.5", true, true, false),
-                    ("103.103.0.5", true, true, false),
-                ],
-            ),
-        ];
-        let lbs = network_lbs(
-            Some("blue_net"),
-            "blue_net_",
-            &|ns| ns == "blue",
-            &services,
-            &slices,
-            HAIRPIN,
-        );
-        assert_eq!(
-            lbs.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(),
-            [
-                "blue_net_Service_blue/web_TCP_cluster",
-                "blue_net_Service_blue/web_UDP_cluster"
-            ]
-        );
-        let tcp = &lbs[0];
-        assert_eq!(tcp.protocol, "tcp");
-        assert_eq!(
-            tcp.vips,
-            BTreeMap::from([
-                (
-                    "10.96.0.10:88".to_owned(),
-                    "103.103.0.5:80,103.103.1.5:80".to_owned()
-                ),
-                ("[fd00:10:96::a]:88".to_owned(), String::new()),
-            ])
-        );
-        assert_eq!(
-            lbs[1].vips["10.96.0.10:53"],
-            "103.103.0.5:5353,103.103.1.5:5353"
-        );
-        assert_eq!(tcp.external_ids["k8s.ovn.org/network"], "blue_net");
-        assert_eq!(tcp.external_ids["k8s.ovn.org/role"], "primary");
-        assert_eq!(tcp.options["hairpin_snat_ip"], HAIRPIN);
-        assert_eq!(tcp.options["reject"], "true");
-        // The default network never sees a UDN namespace's Service.
-        let default = network_lbs(None, "", &|ns| ns != "blue", &services, &slices, HAIRPIN);
-        assert!(default.is_empty());
-    }
-
-    #[test]
-    fn the_default_network_uses_kubernetes_slices_and_the_terminating_fallback() {
-        let mut svc = service("default", &["10.96.0.20"], &[("", "TCP", 80)]);
-        svc.affinity_timeout = Some(10_800);
-        let slices = [
-            slice(
-                "default",
-                None,
-                &[("", 8080, "TCP")],
-                &[
-                    ("10.244.0.7", false, true, true),
-                    ("10.244.0.8", false, false, true),
-                ],
-            ),
-            slice(
-                "default",
-                Some("blue_net"),
-                &[("", 8080, "TCP")],
-                &[("103.103.0.9", true, true, false)],
-            ),
-        ];
-        let lbs = network_lbs(None, "", &|_| true, &[svc], &slices, HAIRPIN);
-        assert_eq!(lbs.len(), 1);
-        assert_eq!(lbs[0].name, "Service_default/web_TCP_cluster");
-        // No ready endpoint: the serving terminating one; never the mirror's UDN address.
-        assert_eq!(lbs[0].vips["10.96.0.20:80"], "10.244.0.7:8080");
-        assert_eq!(lbs[0].options["affinity_timeout"], "10800");
-        assert!(!lbs[0].external_ids.contains_key("k8s.ovn.org/network"));
-    }
-
-    #[test]
-    fn headless_services_get_no_load_balancer() {
-        let headless = service("default", &[], &[("", "TCP", 80)]);
-        assert!(network_lbs(None, "", &|_| true, &[headless], &[], HAIRPIN).is_empty());
-    }
-}
+mod tests;

@@ -12,16 +12,23 @@
 //! balancers hold its own Services only, with its own pods' addresses: a ClusterIP of
 //! another network is unknown to its switches and routers.
 //!
-//! Today: ClusterIP VIPs (every `clusterIPs` entry, each port, TCP/UDP/SCTP: one load
-//! balancer per protocol, `Service_<ns>/<name>_<PROTO>_cluster`, network-prefixed on a UDN),
-//! ready endpoints (else serving-and-terminating ones, as kube-proxy), session affinity
-//! `ClientIP` (`affinity_timeout`). NodePorts, external and load balancer ingress IPs and the
-//! Local traffic policies are not rendered yet.
+//! Per Service and protocol: a cluster-wide load balancer
+//! (`Service_<ns>/<name>_<PROTO>_cluster`, network-prefixed on a UDN) with the cluster IPs
+//! (and the external and ingress IPs unless `externalTrafficPolicy: Local`) in the network's
+//! `clusterLBGroup`; per local node, load balancers for NodePorts (the node's addresses),
+//! Local traffic policies and host-network endpoints, attached to the node's switch and
+//! gateway router directly (upstream's mode without load balancer templates). Endpoints:
+//! ready ones, else serving-and-terminating ones (as kube-proxy); session affinity `ClientIP`.
 
+mod config;
+mod endpoints;
 mod lbs;
 mod network;
+mod per_node;
 mod view;
 
-pub use lbs::{LbSpec, network_lbs};
+pub use config::{LbConfig, Vip, service_configs};
+pub use lbs::{LbAttach, LbSpec, NetLbContext, network_lbs};
 pub use network::{hairpin_snat_ip, lbs_by_network};
+pub use per_node::LbNode;
 pub use view::{EndpointView, ServicePortView, ServiceView, SliceView, service_view, slice_view};

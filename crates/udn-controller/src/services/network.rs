@@ -1,13 +1,15 @@
 //! Which Services and slices a network serves, and its hairpin masquerade IPs.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnetwork::IpNetwork;
 use udn_api::cluster::ClusterConfig;
 
-use super::lbs::{LbSpec, network_lbs};
+use super::lbs::{LbSpec, NetLbContext, network_lbs};
+use super::per_node::LbNode;
 use super::view::{ServiceView, SliceView};
-use crate::model::{Network, Topology};
+use crate::model::{GatewayConfigMode, Network, Node, Topology};
 
 /// Upstream's service hairpin masquerade IPs: the 5th address of each masquerade subnet
 /// (`169.254.0.5 fd69::5` with the default subnets), as `options:hairpin_snat_ip`.
@@ -15,6 +17,51 @@ pub fn hairpin_snat_ip(cluster: &ClusterConfig) -> String {
     let v4 = Ipv4Addr::from(u32::from(cluster.masquerade_subnet_v4.network()).wrapping_add(5));
     let v6 = Ipv6Addr::from(u128::from(cluster.masquerade_subnet_v6.network()).wrapping_add(5));
     format!("{v4} {v6}")
+}
+
+/// The `offset`th address of each masquerade subnet (upstream's reserved masquerade IPs:
+/// 2 the host, 3 the ETP=Local host, 5 the OVN service hairpin).
+fn masquerade_ip(cluster: &ClusterConfig, offset: u32) -> (Ipv4Addr, Ipv6Addr) {
+    (
+        Ipv4Addr::from(u32::from(cluster.masquerade_subnet_v4.network()).wrapping_add(offset)),
+        Ipv6Addr::from(
+            u128::from(cluster.masquerade_subnet_v6.network()).wrapping_add(offset.into()),
+        ),
+    )
+}
+
+/// The network's cluster subnets (the default network's from the cluster configuration).
+fn network_subnets(net: &Network, cluster: &ClusterConfig) -> Vec<IpNetwork> {
+    match net.user_defined() {
+        Some(info) => info.subnets.iter().map(|s| s.cidr).collect(),
+        None => cluster.cluster_subnets.iter().map(|s| s.cidr).collect(),
+    }
+}
+
+/// The zone's local nodes as `net`'s per-node load balancers see them (upstream
+/// `nodeInfoForNetwork`): a Layer3 network's node needs its host subnet; a gateway router
+/// exists when the node's gateway config is not disabled.
+fn lb_nodes(net: &Network, nodes: &[Node]) -> Vec<LbNode> {
+    let mut out: Vec<LbNode> = nodes
+        .iter()
+        .filter(|n| n.local)
+        .filter(|n| net.topology() != Topology::Layer3 || !n.subnets_of(&net.name).is_empty())
+        .map(|n| {
+            let gateway = n
+                .gateway
+                .as_ref()
+                .filter(|g| g.mode != GatewayConfigMode::Disabled);
+            let host_addresses: Vec<IpAddr> = n.host_cidrs.iter().map(IpNetwork::ip).collect();
+            LbNode {
+                name: n.name.clone(),
+                host_addresses,
+                node_port_enabled: gateway.is_some_and(|g| g.node_port_enable),
+                gateway_router: gateway.is_some(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// Whether `net` has load balancers: the default network, and primary Layer3 and Layer2
@@ -35,6 +82,7 @@ pub fn lbs_by_network<'a>(
     labelled: &BTreeSet<String>,
     services: &[ServiceView],
     slices: &[SliceView],
+    nodes: &[Node],
     cluster: &ClusterConfig,
 ) -> BTreeMap<String, Vec<LbSpec>> {
     let hairpin = hairpin_snat_ip(cluster);
@@ -90,8 +138,19 @@ pub fn lbs_by_network<'a>(
         } else {
             (Some(net.name.as_str()), net.scoped(""))
         };
-        let lbs = network_lbs(network, &prefix, &|_| true, &services, &slices, &hairpin);
-        result.insert(name.to_owned(), lbs);
+        let subnets = network_subnets(net, cluster);
+        let lb_nodes = lb_nodes(net, nodes);
+        let ctx = NetLbContext {
+            network,
+            prefix: &prefix,
+            hairpin_snat_ip: &hairpin,
+            subnets: &subnets,
+            service_cidrs: &cluster.service_cidrs,
+            nodes: &lb_nodes,
+            host_masquerade: masquerade_ip(cluster, 2),
+            etp_local_masquerade: masquerade_ip(cluster, 3),
+        };
+        result.insert(name.to_owned(), network_lbs(&ctx, &services, &slices));
     }
     result
 }

@@ -25,6 +25,8 @@ pub struct ServicePortView {
     pub protocol: String,
     /// The Service port.
     pub port: u16,
+    /// `nodePort` (none when unset or 0).
+    pub node_port: Option<u16>,
 }
 
 /// What the load balancers need of a Service.
@@ -40,6 +42,20 @@ pub struct ServiceView {
     pub ports: Vec<ServicePortView>,
     /// `affinity_timeout` for session affinity `ClientIP`.
     pub affinity_timeout: Option<u32>,
+    /// `spec.externalIPs`, then the `status.loadBalancer.ingress` IPs of a LoadBalancer
+    /// Service (upstream `GetExternalAndLBIPs`).
+    pub external_ips: Vec<IpAddr>,
+    /// `externalTrafficPolicy: Local`.
+    pub etp_local: bool,
+    /// `internalTrafficPolicy: Local`.
+    pub itp_local: bool,
+}
+
+impl ServiceView {
+    /// `ns/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
 }
 
 /// The view of `service`, `None` when it has no name.
@@ -68,6 +84,10 @@ pub fn service_view(service: &Service) -> Option<ServiceView> {
                 name: p.name.clone().unwrap_or_default(),
                 protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
                 port: u16::try_from(p.port).ok()?,
+                node_port: p
+                    .node_port
+                    .and_then(|n| u16::try_from(n).ok())
+                    .filter(|n| *n != 0),
             })
         })
         .collect();
@@ -79,12 +99,34 @@ pub fn service_view(service: &Service) -> Option<ServiceView> {
             .and_then(|t| u32::try_from(t).ok())
             .unwrap_or(DEFAULT_AFFINITY_TIMEOUT)
     });
+    let mut external_ips: Vec<IpAddr> = spec
+        .external_ips
+        .iter()
+        .flatten()
+        .filter_map(|ip| ip.parse().ok())
+        .collect();
+    if spec.type_.as_deref() == Some("LoadBalancer") {
+        let ingress = service
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref());
+        external_ips.extend(
+            ingress
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i.ip.as_deref()?.parse::<IpAddr>().ok()),
+        );
+    }
     Some(ServiceView {
         namespace,
         name,
         cluster_ips,
         ports,
         affinity_timeout,
+        external_ips,
+        etp_local: spec.external_traffic_policy.as_deref() == Some("Local"),
+        itp_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
     })
 }
 
@@ -99,6 +141,8 @@ pub struct EndpointView {
     pub serving: bool,
     /// `conditions.terminating`.
     pub terminating: bool,
+    /// `nodeName`.
+    pub node: Option<String>,
 }
 
 /// What the load balancers need of an EndpointSlice.
@@ -161,6 +205,7 @@ pub fn slice_view(slice: &EndpointSlice) -> Option<SliceView> {
                 ready,
                 serving: c.serving.unwrap_or(ready),
                 terminating: c.terminating.unwrap_or(false),
+                node: e.node_name.clone(),
             }
         })
         .collect();

@@ -91,11 +91,18 @@ pub struct NetworkDesired {
     /// The load balancers (UUIDs: they are inserted with chosen ones) each group of the
     /// network holds.
     pub load_balancer_members: BTreeMap<String, BTreeSet<Uuid>>,
+    /// The per-node load balancers each of the network's switches and routers holds
+    /// directly, by (table, row name).
+    pub direct_load_balancers: DirectLoadBalancers,
     /// The static MAC bindings the network needs.
     pub static_mac_bindings: Vec<StaticMacBinding>,
     /// What could not be rendered, and why.
     pub problems: Vec<Problem>,
 }
+
+/// Load balancers attached to switches and routers directly (`load_balancer` column), by
+/// (`Logical_Switch` or `Logical_Router`, row name).
+pub type DirectLoadBalancers = BTreeMap<(&'static str, String), BTreeSet<Uuid>>;
 
 /// The desired rows of `net` in the zone. `pods` are the network's attachments (every
 /// pod of the cluster attached to it: Layer2 networks need remote pods too).
@@ -122,6 +129,7 @@ pub fn network_desired(
         units: build.units,
         load_balancer_groups: load_balancer_groups(net),
         load_balancer_members: build.load_balancer_members,
+        direct_load_balancers: build.direct_load_balancers,
         static_mac_bindings,
         problems,
     }
@@ -159,6 +167,7 @@ pub(crate) struct Build {
     pub(crate) problems: Vec<Problem>,
     pub(crate) static_mac_bindings: Vec<StaticMacBinding>,
     pub(crate) load_balancer_members: BTreeMap<String, BTreeSet<Uuid>>,
+    pub(crate) direct_load_balancers: DirectLoadBalancers,
 }
 
 /// The unit name of a network's node unit (`Node`, `RemoteNode`): `<network>/<node>`. Unit

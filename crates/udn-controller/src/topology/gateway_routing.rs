@@ -17,6 +17,7 @@ use super::desired::{Build, Rows, StaticMacBinding};
 use super::gateway::{GatewayPlan, first_ip_of, first_net_of};
 use super::problem::Missing;
 use super::routing::{Route, Snat, cidr, nat_logical_ip, reroute_policy};
+use super::udn_enabled_services;
 use crate::model::Topology;
 
 /// Priority of the same-node policies (`types.NodeSubnetPolicyPriority`).
@@ -81,10 +82,18 @@ pub(crate) fn rows(
         let reference = rows.add(route.row());
         build.links.router_routes.push(reference);
     }
+    let on_gateway_router = routing.policy_router == ctx.names.gateway_router(&plan.node.name);
+    for row in udn_enabled_services::routes(ctx, &routing.policy_router, &plan.host_subnets) {
+        let reference = rows.add(row);
+        if on_gateway_router {
+            refs.routes.push(reference);
+        } else {
+            build.links.router_routes.push(reference);
+        }
+    }
     for snat in &routing.snats {
         refs.nats.push(rows.add(snat.row(ctx)));
     }
-    let on_gateway_router = routing.policy_router == ctx.names.gateway_router(&plan.node.name);
     for (match_, nexthop) in &routing.policies {
         let reference = rows.add(reroute_policy(
             &routing.policy_router,

@@ -16,11 +16,13 @@ use std::net::IpAddr;
 
 use udn_ipam::MacAddress;
 use udn_ovsdb::engine::OWNER_CONTROLLER_KEY;
-use udn_ovsdb::nb::{load_balancer_group, logical_router_port, static_mac_binding};
+use udn_ovsdb::nb::{
+    load_balancer_group, logical_router, logical_router_port, logical_switch, static_mac_binding,
+};
 use udn_ovsdb::protocol::{Atom, Condition, ConditionFunction, Operation, Row, Uuid, Value};
 use udn_ovsdb::replica::Replica;
 
-use super::desired::{NetworkDesired, StaticMacBinding};
+use super::desired::{DirectLoadBalancers, NetworkDesired, StaticMacBinding};
 use super::names::{GR, LB_GROUP_BASES, RTOE};
 
 /// The keyed rows every network of the zone wants.
@@ -37,6 +39,10 @@ pub struct KeyedDesired {
     /// only after the networks' units are written (the references are weak: a member
     /// written before its load balancer exists would be dropped). `None` leaves them.
     pub load_balancer_members: Option<BTreeMap<String, BTreeSet<Uuid>>>,
+    /// The per-node load balancers our switches and routers hold directly, managed like
+    /// the groups' members (after the units; `None` leaves them). A switch or router of
+    /// ours not named here holds none.
+    pub direct_load_balancers: Option<DirectLoadBalancers>,
 }
 
 impl KeyedDesired {
@@ -44,7 +50,14 @@ impl KeyedDesired {
     pub fn from_networks<'a>(networks: impl IntoIterator<Item = &'a NetworkDesired>) -> Self {
         let mut desired = Self::default();
         let mut members: BTreeMap<String, BTreeSet<Uuid>> = BTreeMap::new();
+        let mut direct = DirectLoadBalancers::new();
         for network in networks {
+            for (key, lbs) in &network.direct_load_balancers {
+                direct
+                    .entry(key.clone())
+                    .or_default()
+                    .extend(lbs.iter().copied());
+            }
             desired.controllers.insert(network.controller.clone());
             desired
                 .load_balancer_groups
@@ -60,6 +73,7 @@ impl KeyedDesired {
             }
         }
         desired.load_balancer_members = Some(members);
+        desired.direct_load_balancers = Some(direct);
         desired
     }
 
@@ -128,8 +142,62 @@ pub fn is_our_load_balancer_group(name: &str) -> bool {
 pub fn plan_keyed(desired: &KeyedDesired, current: &impl KeyedRowsView) -> KeyedPlan {
     let mut plan = KeyedPlan::default();
     lb_groups(desired, current, &mut plan);
+    direct_load_balancers(desired, current, &mut plan);
     mac_bindings(desired, current, &mut plan);
     plan
+}
+
+fn owned_by_us(desired: &KeyedDesired, row: &Row, external_ids: &str) -> bool {
+    match row.get(external_ids) {
+        Some(Value::Map(pairs)) => pairs.iter().any(|(k, v)| {
+            matches!((k, v), (Atom::String(k), Atom::String(v))
+                if k == OWNER_CONTROLLER_KEY && desired.controllers.contains(v))
+        }),
+        _ => false,
+    }
+}
+
+/// The `load_balancer` column of our switches and routers: the per-node load balancers.
+fn direct_load_balancers(
+    desired: &KeyedDesired,
+    current: &impl KeyedRowsView,
+    plan: &mut KeyedPlan,
+) {
+    let Some(direct) = &desired.direct_load_balancers else {
+        return;
+    };
+    let none = BTreeSet::new();
+    for (table, name_column, lb_column, ids_column) in [
+        (
+            logical_switch::TABLE,
+            logical_switch::NAME,
+            logical_switch::LOAD_BALANCER,
+            logical_switch::EXTERNAL_IDS,
+        ),
+        (
+            logical_router::TABLE,
+            logical_router::NAME,
+            logical_router::LOAD_BALANCER,
+            logical_router::EXTERNAL_IDS,
+        ),
+    ] {
+        for (uuid, row) in current.keyed_rows(table) {
+            let Some(name) = string_column(row, name_column) else {
+                continue;
+            };
+            let wanted = direct.get(&(table, name.to_owned())).unwrap_or(&none);
+            if current_uuids(row, lb_column) == *wanted
+                || (wanted.is_empty() && !owned_by_us(desired, row, ids_column))
+            {
+                continue;
+            }
+            plan.deletes.push(Operation::Update {
+                table: table.to_owned(),
+                where_: by_uuid(uuid),
+                row: Row::from([(lb_column.to_owned(), uuid_set(wanted))]),
+            });
+        }
+    }
 }
 
 fn string_column<'r>(row: &'r Row, column: &str) -> Option<&'r str> {
@@ -163,7 +231,11 @@ fn uuid_set(uuids: &BTreeSet<Uuid>) -> Value {
 }
 
 fn current_members(row: &Row) -> BTreeSet<Uuid> {
-    match row.get(load_balancer_group::LOAD_BALANCER) {
+    current_uuids(row, load_balancer_group::LOAD_BALANCER)
+}
+
+fn current_uuids(row: &Row, column: &str) -> BTreeSet<Uuid> {
+    match row.get(column) {
         Some(Value::Set(atoms)) => atoms
             .iter()
             .filter_map(|a| match a {
@@ -242,14 +314,7 @@ fn router_ports(
             continue;
         };
         all.insert(name.to_owned());
-        let owned = match row.get(logical_router_port::EXTERNAL_IDS) {
-            Some(Value::Map(pairs)) => pairs.iter().any(|(k, v)| {
-                matches!((k, v), (Atom::String(k), Atom::String(v))
-                    if k == OWNER_CONTROLLER_KEY && desired.controllers.contains(v))
-            }),
-            _ => false,
-        };
-        if owned {
+        if owned_by_us(desired, row, logical_router_port::EXTERNAL_IDS) {
             ours.insert(name.to_owned());
         }
     }

@@ -41,6 +41,7 @@ mod problem;
 mod routing;
 mod services;
 mod shared_uuid;
+mod udn_enabled_services;
 mod zone;
 
 #[cfg(test)]
@@ -49,11 +50,12 @@ mod tests;
 pub use copp::DEFAULT_COPP;
 pub use dbids::hash_for_ovn;
 pub use desired::{
-    CLUSTER_UNIT, NETWORK_OWNER_TYPES, NODE_UNIT, NetworkDesired, POD_UNIT, REMOTE_NODE_UNIT,
-    ROW_OWNER_TYPES, StaticMacBinding, UDN_ISOLATION_UNIT, load_balancer_groups, network_desired,
-    network_engine, network_scope,
+    CLUSTER_UNIT, DirectLoadBalancers, NETWORK_OWNER_TYPES, NODE_UNIT, NetworkDesired, POD_UNIT,
+    REMOTE_NODE_UNIT, ROW_OWNER_TYPES, StaticMacBinding, UDN_ISOLATION_UNIT, load_balancer_groups,
+    network_desired, network_engine, network_scope,
 };
 pub use problem::{Missing, Part, Problem};
 pub use services::SERVICE_UNIT;
 pub use shared_uuid::shared_row_uuid;
+pub use udn_enabled_services::{UDN_ENABLED_SERVICE_KEY, UdnEnabledService};
 pub use zone::{DEFAULT_ACL_LOGGING_RATE_LIMIT, SchemaFeatures, ZoneInputs};

@@ -8,6 +8,7 @@ use udn_ovsdb::nb;
 use udn_ovsdb::protocol::Uuid;
 use udn_ovsdb::schema::DbSchema;
 
+use super::udn_enabled_services::UdnEnabledService;
 use crate::model::{Node, ZoneConfig};
 use crate::services::LbSpec;
 
@@ -41,6 +42,9 @@ pub struct ZoneInputs<'a> {
     pub acl_logging_rate_limit: u32,
     /// The network's load balancers ([`crate::services::lbs_by_network`]), sorted by name.
     pub services: &'a [LbSpec],
+    /// The default-network Services primary UDNs may reach (`--udn-allowed-default-services`
+    /// that exist with a cluster IP), sorted.
+    pub udn_enabled_services: &'a [UdnEnabledService],
 }
 
 impl<'a> ZoneInputs<'a> {
@@ -57,6 +61,7 @@ impl<'a> ZoneInputs<'a> {
             ephemeral_port_range: None,
             acl_logging_rate_limit: DEFAULT_ACL_LOGGING_RATE_LIMIT,
             services: &[],
+            udn_enabled_services: &[],
         }
     }
 

@@ -88,6 +88,8 @@ pub struct Zone {
     rendered: BTreeMap<String, pass::Rendered>,
     /// The nodes those renders saw.
     rendered_nodes: Vec<crate::model::Node>,
+    /// The allowed default-network Services of the last pass's renders.
+    rendered_udn_enabled_services: Vec<crate::topology::UdnEnabledService>,
     /// The Northbound replica's generation those renders were applied to: a reconnect (a
     /// restarted or restored server) may have lost them.
     rendered_generation: u64,
@@ -158,6 +160,7 @@ impl Zone {
                 unit_keys: BTreeMap::new(),
                 rendered: BTreeMap::new(),
                 rendered_nodes: Vec::new(),
+                rendered_udn_enabled_services: Vec::new(),
                 rendered_generation: 0,
                 last_pass_failed: false,
                 sweep: true,

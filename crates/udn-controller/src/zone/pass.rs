@@ -15,12 +15,14 @@ use crate::metrics::{ErrorLabels, ResultLabels, TopologyLabels};
 use crate::model::{Network, PodAttachment};
 use crate::networks::NetworkIdentity;
 use crate::sb::{remote_binding_ops, remote_chassis, remote_chassis_ops};
-use crate::services::{LbSpec, lbs_by_network};
+use crate::services::{LbSpec, ServiceView, lbs_by_network};
 use crate::snapshot::{Snapshot, add_services, attachments_by_network, snapshot};
+use crate::topology::UdnEnabledService;
 use crate::topology::keyed::{KeyedDesired, plan_keyed};
 use crate::topology::{
     self, NetworkDesired, Problem, SchemaFeatures, ZoneInputs, network_engine, network_scope,
 };
+use udn_api::cluster::ClusterConfig;
 
 /// What a pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -79,6 +81,25 @@ impl Rendered {
             && self.groups == *groups
             && self.lbs == lbs
     }
+}
+
+/// The `--udn-allowed-default-services` that exist with a cluster IP, sorted.
+fn udn_enabled_services(
+    services: &[ServiceView],
+    cluster: &ClusterConfig,
+) -> Vec<UdnEnabledService> {
+    let mut out: Vec<UdnEnabledService> = services
+        .iter()
+        .filter(|s| cluster.is_udn_enabled_service(&s.namespace, &s.name))
+        .filter_map(|s| {
+            Some(UdnEnabledService {
+                key: s.key(),
+                cluster_ip: *s.cluster_ips.first()?,
+            })
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 fn identity(network: &Network) -> Option<NetworkIdentity> {
@@ -326,9 +347,11 @@ impl Zone {
             &snap.labelled,
             &snap.services,
             &snap.slices,
+            &snap.nodes,
             &self.config.zone.cluster,
         );
         let no_lbs: Vec<LbSpec> = Vec::new();
+        let udn_enabled = udn_enabled_services(&snap.services, &self.config.zone.cluster);
         let mut jobs: Vec<(&Network, Job)> = Vec::new();
         let mut render = std::time::Duration::ZERO;
         // A network rendered from the same inputs as its last fully applied render is left
@@ -341,7 +364,8 @@ impl Zone {
             self.rendered.clear();
             self.rendered_generation = generation;
         }
-        let nodes_same = self.rendered_nodes == snap.nodes;
+        let nodes_same =
+            self.rendered_nodes == snap.nodes && self.rendered_udn_enabled_services == udn_enabled;
         let mut fresh: BTreeMap<String, Rendered> = BTreeMap::new();
         let mut skipped = 0_usize;
         // The default network first: it owns the COPP the other routers refer to.
@@ -372,6 +396,7 @@ impl Zone {
             let pods = attachments.get(&net.name).unwrap_or(&empty);
             let lbs = lbs_by_net.get(&net.name).unwrap_or(&no_lbs);
             zone.services = lbs;
+            zone.udn_enabled_services = &udn_enabled;
             let controller = net.controller_name();
             if let Some(last) = self.rendered.get(&controller)
                 && !self.sweep
@@ -405,6 +430,7 @@ impl Zone {
                 units: Vec::new(),
                 load_balancer_groups: desired.load_balancer_groups.clone(),
                 load_balancer_members: desired.load_balancer_members.clone(),
+                direct_load_balancers: desired.direct_load_balancers.clone(),
                 static_mac_bindings: desired.static_mac_bindings.clone(),
                 problems: Vec::new(),
             };
@@ -477,6 +503,7 @@ impl Zone {
         self.rendered
             .retain(|controller, _| live.contains(controller));
         self.rendered_nodes.clone_from(&snap.nodes);
+        self.rendered_udn_enabled_services = udn_enabled;
         debug!(
             skipped,
             render_ms = render.as_millis() as u64,

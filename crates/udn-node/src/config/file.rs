@@ -32,6 +32,12 @@ const SETTINGS: &[(&str, &str, &str, Kind)] = &[
         "ofctrl-wait-before-clear",
         Kind::Value,
     ),
+    (
+        "default",
+        "udn-allowed-default-services",
+        "udn-allowed-default-services",
+        Kind::Value,
+    ),
     ("kubernetes", "kubeconfig", "kubeconfig", Kind::Value),
     (
         "kubernetes",
