@@ -43,8 +43,8 @@ pub struct DesiredMgmtPort {
     pub neighbors: Vec<Neighbor>,
     /// The MTU.
     pub mtu: u32,
-    /// The SNAT chain for host traffic leaving through the port (its no-SNAT sets empty
-    /// until Services fill them).
+    /// The SNAT chain for host traffic leaving through the port (its NodePort set filled
+    /// from Services with [`set_no_snat_nodeports`]).
     pub snat: DesiredMgmtSnat,
 }
 
@@ -229,6 +229,30 @@ pub async fn apply(
         memory.legacy_removed = true;
     }
     Ok(())
+}
+
+/// Sets the `mgmtport-no-snat-nodeports` elements of `desired` to `nodeports`; whether they
+/// changed (then [`ensure_snat`] writes them).
+pub fn set_no_snat_nodeports(
+    desired: &mut DesiredMgmtPort,
+    nodeports: BTreeSet<mgmt_snat::NodePort>,
+) -> bool {
+    if desired.snat.inputs.no_snat.nodeports == nodeports {
+        return false;
+    }
+    let mut inputs = desired.snat.inputs.clone();
+    inputs.no_snat.nodeports = nodeports;
+    desired.snat = mgmt_snat::desired(&inputs);
+    true
+}
+
+/// Writes the SNAT chain and its sets of `desired` unless `memory` says they are already
+/// there (the rest of the port is left alone); whether it wrote.
+pub async fn ensure_snat(
+    desired: &DesiredMgmtPort,
+    memory: &mut MgmtMemory,
+) -> Result<bool, MgmtError> {
+    Ok(mgmt_snat::ensure(&NftCli::new(), &desired.snat, &mut memory.snat).await?)
 }
 
 /// What [`apply`] remembers from one call to the next: the SNAT chain it wrote (not

@@ -13,6 +13,7 @@ pub mod pods;
 pub mod primary_udns;
 pub mod services;
 pub mod udn_host;
+pub mod udn_service_mark;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,7 +181,7 @@ pub async fn run(
         ipnetwork::IpNetwork::V4(config.cluster.masquerade_subnet_v4),
         ipnetwork::IpNetwork::V6(config.cluster.masquerade_subnet_v6),
     ];
-    let mp0 = mgmt::desired(
+    let mut mp0 = mgmt::desired(
         &node,
         &host_subnets,
         &cluster_subnets,
@@ -266,8 +267,16 @@ pub async fn run(
             None
         }
     };
+    let mut service_mark = udn_service_mark::ServiceMarkSync::default();
+    let mut service_nft = ServiceNft {
+        segmentation: config.segmentation,
+        mark: &mut service_mark,
+        mp0: &mut mp0,
+        mp0_memory: &mut mp0_memory,
+    };
     if let Some(inputs) = refresh_gateway(&facts) {
         fdb_done = static_fdb(&inputs).await;
+        service_nft.sync(&ctx, &inputs, false).await;
     }
     if config.segmentation
         && let Some(udn_ctx) = &udn_ctx
@@ -308,10 +317,11 @@ pub async fn run(
                     ctx.metrics.error("nft");
                     warn!(error = %error, "host isolation update failed");
                 }
-                if let Some(inputs) = refresh_gateway(&facts)
-                    && !fdb_done
-                {
-                    fdb_done = static_fdb(&inputs).await;
+                if let Some(inputs) = refresh_gateway(&facts) {
+                    if !fdb_done {
+                        fdb_done = static_fdb(&inputs).await;
+                    }
+                    service_nft.sync(&ctx, &inputs, false).await;
                 }
                 if config.segmentation
                     && let Some(udn_ctx) = &udn_ctx
@@ -323,10 +333,11 @@ pub async fn run(
                 if changed.is_err() {
                     break;
                 }
-                if let Some(inputs) = refresh_gateway(&facts)
-                    && !fdb_done
-                {
-                    fdb_done = static_fdb(&inputs).await;
+                if let Some(inputs) = refresh_gateway(&facts) {
+                    if !fdb_done {
+                        fdb_done = static_fdb(&inputs).await;
+                    }
+                    service_nft.sync(&ctx, &inputs, false).await;
                 }
             }
             trigger = next_trigger(&mut isolation) => {
@@ -341,7 +352,7 @@ pub async fn run(
                 }
             }
             _ = resync.tick() => {
-                if let Err(error) = mgmt::apply(&ctx.ovs, &mp0, &mut mp0_memory).await {
+                if let Err(error) = mgmt::apply(&ctx.ovs, service_nft.mp0, service_nft.mp0_memory).await {
                     ctx.metrics.error("netlink");
                     warn!(error = %error, "management port resync failed");
                 }
@@ -362,16 +373,58 @@ pub async fn run(
                     }
                     Err(error) => warn!(error = %error, "reading the host's facts failed"),
                 }
-                if let Some(inputs) = refresh_gateway(&facts)
-                    && !fdb_done
-                {
-                    fdb_done = static_fdb(&inputs).await;
+                if let Some(inputs) = refresh_gateway(&facts) {
+                    if !fdb_done {
+                        fdb_done = static_fdb(&inputs).await;
+                    }
+                    service_nft.sync(&ctx, &inputs, true).await;
                 }
             }
         }
     }
     tasks.abort_all();
     Ok(())
+}
+
+/// The nftables that follow the Services: the UDN service mark chains and maps (with network
+/// segmentation) and the management port's NodePort no-SNAT set.
+struct ServiceNft<'a> {
+    segmentation: bool,
+    mark: &'a mut udn_service_mark::ServiceMarkSync,
+    mp0: &'a mut mgmt::DesiredMgmtPort,
+    mp0_memory: &'a mut mgmt::MgmtMemory,
+}
+
+impl ServiceNft<'_> {
+    /// Brings both in step with the Services of `inputs` (sending nothing when nothing
+    /// changed; `check_drift` also compares the mark chain with nft's listing).
+    async fn sync(
+        &mut self,
+        ctx: &CniContext,
+        inputs: &crate::gateway::BridgeInputs,
+        check_drift: bool,
+    ) {
+        let nodeports = mgmt_snat::no_snat_nodeports(services::active_services(inputs));
+        if mgmt::set_no_snat_nodeports(self.mp0, nodeports)
+            && let Err(error) = mgmt::ensure_snat(self.mp0, self.mp0_memory).await
+        {
+            ctx.metrics.error("nft");
+            warn!(error = %error, "management port NodePort no-SNAT set not applied");
+        }
+        if !self.segmentation {
+            return;
+        }
+        let desired =
+            udn_service_mark::desired(&udn_service_mark::ServiceMarkInputs::from_bridge(inputs));
+        if let Err(error) = self
+            .mark
+            .ensure(&crate::nft::NftCli::new(), &desired, check_drift)
+            .await
+        {
+            ctx.metrics.error("nft");
+            warn!(error = %error, "UDN service mark chains not applied");
+        }
+    }
 }
 
 /// Event reason when the kernel has no VRFs (udn's own: upstream would fail).

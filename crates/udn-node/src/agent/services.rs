@@ -9,8 +9,25 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::primary_udns::{NamespaceUdn, primary_udn_namespaces};
 use crate::config::Config;
+use crate::gateway::BridgeInputs;
 use crate::services::{ServiceNetwork, ServiceView};
 use crate::watch::Stores;
+
+/// The Services of `inputs` whose network is active on the node (upstream
+/// `getActiveNetwork`): the default network's, and a primary UDN's once its patch port
+/// exists.
+pub fn active_services(inputs: &BridgeInputs) -> impl Iterator<Item = &ServiceView> {
+    inputs
+        .services
+        .iter()
+        .filter(|service| match &service.network {
+            ServiceNetwork::Default => true,
+            ServiceNetwork::Udn(name) => inputs
+                .udns
+                .iter()
+                .any(|udn| &udn.network == name && udn.ofport.is_some()),
+        })
+}
 
 /// Every Service with a cluster IP whose network is known, sorted by namespace and name.
 pub fn service_views(stores: &Stores, config: &Config) -> Vec<ServiceView> {

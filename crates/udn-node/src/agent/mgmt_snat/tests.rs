@@ -246,3 +246,60 @@ async fn ensure_writes_only_what_changed_or_drifted() {
     );
     assert_eq!(nft.take_runs().len(), 1);
 }
+
+/// upstream `getGatewayNFTRules`: an ETP=Local Service's NodePorts (every port, once),
+/// nothing for ETP=Cluster or for ports without a NodePort.
+#[test]
+fn etp_local_nodeports_are_not_snated() {
+    use crate::services::{ServiceNetwork, ServicePortView, ServiceView};
+    let view = |name: &str, local: bool| ServiceView {
+        namespace: "ns".into(),
+        name: name.into(),
+        network: ServiceNetwork::Default,
+        cluster_ips: vec!["10.96.0.5".parse().unwrap(), "fd00::5".parse().unwrap()],
+        ports: vec![
+            ServicePortView {
+                protocol: Protocol::Tcp,
+                port: 80,
+                node_port: Some(31111),
+            },
+            ServicePortView {
+                protocol: Protocol::Udp,
+                port: 53,
+                node_port: Some(31112),
+            },
+            ServicePortView {
+                protocol: Protocol::Sctp,
+                port: 9,
+                node_port: None,
+            },
+        ],
+        external_ips: vec![],
+        ingress_ips: vec![],
+        external_traffic_local: local,
+    };
+    let local = view("local", true);
+    let cluster = view("cluster", false);
+    assert_eq!(
+        no_snat_nodeports([&local, &cluster]),
+        BTreeSet::from([
+            NodePort {
+                protocol: Protocol::Tcp,
+                port: 31111
+            },
+            NodePort {
+                protocol: Protocol::Udp,
+                port: 31112
+            },
+        ])
+    );
+    let mut inputs = inputs(true, false);
+    inputs.no_snat.nodeports = no_snat_nodeports([&local]);
+    let text = text(&inputs);
+    // upstream: `add element inet ovn-kubernetes mgmtport-no-snat-nodeports { tcp . 31111 }`
+    assert!(
+        text.lines().any(|line| line
+            == "add element inet ovn-kubernetes mgmtport-no-snat-nodeports { tcp . 31111 }"),
+        "{text}"
+    );
+}
