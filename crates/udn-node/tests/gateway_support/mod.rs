@@ -3,6 +3,8 @@
 //! (the lab itself is synchronous).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub(crate) mod ovn;
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
