@@ -2,7 +2,8 @@
 //! image; `.ci/run` makes sure it is there): the seed guide's CRDs, namespaces and
 //! UserDefinedNetworks applied with the default `--validate=strict`, listed, shown as
 //! YAML, deleted, watched, an invalid UDN rejected with its CEL message, typed creates in
-//! protobuf both ways, and the state file kept across a SIGTERM restart.
+//! protobuf both ways, NodePort and LoadBalancer Services' node ports (shown, refused when
+//! taken, freed with the type), and the state file kept across a SIGTERM restart.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 use std::io::{BufRead, BufReader};
@@ -344,6 +345,90 @@ fn kubectl_applies_lists_shows_deletes_watches_and_validates() {
         "red seen by the watch in {out}"
     );
     assert!(server.url.starts_with("http://"));
+}
+
+#[test]
+fn kubectl_node_port_services_get_free_node_ports() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), None);
+
+    let created = server.ok(&["create", "service", "nodeport", "web", "--tcp=80:8080"]);
+    assert_eq!(created.trim(), "service/web created");
+    let listed = server.ok(&["get", "svc", "web"]);
+    let rows: Vec<&str> = listed.lines().collect();
+    assert_eq!(
+        words(rows[0]),
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ],
+        "{listed}"
+    );
+    let row = words(rows[1]);
+    assert_eq!(
+        [row[0], row[1], row[3], row[4]],
+        ["web", "NodePort", "<none>", "80:30086/TCP"],
+        "{listed}"
+    );
+    let policy = server.ok(&[
+        "get",
+        "svc",
+        "web",
+        "-o",
+        "jsonpath={.spec.externalTrafficPolicy}",
+    ]);
+    assert_eq!(policy, "Cluster");
+
+    let taken = server.kubectl(&[
+        "create",
+        "service",
+        "nodeport",
+        "other",
+        "--tcp=81:8081",
+        "--node-port=30086",
+    ]);
+    assert_eq!(taken.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&taken.stderr);
+    assert!(
+        stderr.contains(r#"Service "other" is invalid: spec.ports[0].nodePort: Invalid value: 30086: provided port is already allocated"#),
+        "{stderr}"
+    );
+
+    // Back to ClusterIP: the node port goes and is free for another Service.
+    server.ok(&[
+        "patch",
+        "svc",
+        "web",
+        "-p",
+        r#"{"spec":{"type":"ClusterIP"}}"#,
+    ]);
+    let ports = server.ok(&["get", "svc", "web", "-o", "jsonpath={.spec.ports[0]}"]);
+    assert!(!ports.contains("nodePort"), "{ports}");
+    server.ok(&[
+        "create",
+        "service",
+        "nodeport",
+        "other",
+        "--tcp=81:8081",
+        "--node-port=30086",
+    ]);
+
+    server.ok(&["create", "service", "loadbalancer", "lb", "--tcp=443"]);
+    let lb = server.ok(&[
+        "get",
+        "svc",
+        "lb",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort} {.spec.allocateLoadBalancerNodePorts} {.spec.externalTrafficPolicy}",
+    ]);
+    assert_eq!(lb, "30087 true Cluster");
 }
 
 #[test]

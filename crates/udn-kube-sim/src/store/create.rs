@@ -164,6 +164,9 @@ impl State {
         meta::set_meta(&mut obj, "generation", generation);
         set_type_meta(&entry, &mut obj);
         defaults::prepare_for_create(&entry, &mut obj, &mut self.next_cluster_ip);
+        if entry.is(Builtin::Service) {
+            self.allocate_service_create(&mut obj)?;
+        }
 
         let mut obj = validate::check(&entry, obj, None, true, Vec::new())?;
         set_type_meta(&entry, &mut obj);

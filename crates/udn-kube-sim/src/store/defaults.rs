@@ -149,32 +149,27 @@ fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
-/// Service defaults: type, session affinity, IP family fields, port protocol and target
-/// port, and a ClusterIP from 10.96.0.0/12 unless one is given (or `None`).
-fn service_defaults(spec: &mut Map<String, Value>, next_cluster_ip: &mut u32) {
+/// Whether the Service is reachable from outside the cluster (`ExternallyAccessible`):
+/// what `externalTrafficPolicy` applies to.
+pub(super) fn externally_accessible(spec: &Map<String, Value>) -> bool {
+    match spec.get("type").and_then(Value::as_str) {
+        Some("NodePort" | "LoadBalancer") => true,
+        Some("ClusterIP") => spec
+            .get("externalIPs")
+            .and_then(Value::as_array)
+            .is_some_and(|ips| !ips.is_empty()),
+        _ => false,
+    }
+}
+
+/// `SetDefaults_Service`, which the real server applies to every Service it decodes,
+/// created or updated: type, session affinity, port protocol and target port,
+/// `externalTrafficPolicy: Cluster` when externally accessible,
+/// `internalTrafficPolicy: Cluster` unless ExternalName, and
+/// `allocateLoadBalancerNodePorts: true` for LoadBalancers.
+pub(super) fn set_service_defaults(spec: &mut Map<String, Value>) {
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
-    let kind = spec.get("type").and_then(Value::as_str).unwrap_or_default();
-    if kind != "ExternalName" {
-        set_default(spec, "ipFamilies", json!(["IPv4"]));
-        set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
-        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
-        let given = spec
-            .get("clusterIP")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let ip = if given.is_empty() {
-            let host = *next_cluster_ip;
-            *next_cluster_ip = next_cluster_ip.wrapping_add(1);
-            let address = std::net::Ipv4Addr::from(0x0a60_0000_u32 | (host & 0x000f_ffff));
-            address.to_string()
-        } else {
-            given
-        };
-        spec.insert("clusterIP".to_owned(), json!(ip));
-        set_default(spec, "clusterIPs", json!([ip]));
-    }
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
             set_default(port, "protocol", json!("TCP"));
@@ -183,6 +178,65 @@ fn service_defaults(spec: &mut Map<String, Value>, next_cluster_ip: &mut u32) {
             }
         }
     }
+    if externally_accessible(spec) {
+        set_default(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    let kind = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if matches!(kind.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer") {
+        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if kind == "LoadBalancer" {
+        set_default(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
+}
+
+/// The IP family fields and ClusterIP of a Service that needs one (not ExternalName):
+/// the given ClusterIP kept (`None` for headless), else the next one of 10.96.0.0/12.
+/// `old_policy` is the stored Service's `ipFamilyPolicy` on update, which an update that
+/// leaves it out keeps (`initIPFamilyFields`).
+pub(super) fn init_cluster_ip(
+    spec: &mut Map<String, Value>,
+    next_cluster_ip: &mut u32,
+    old_policy: Option<&Value>,
+) {
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return;
+    }
+    set_default(spec, "ipFamilies", json!(["IPv4"]));
+    let policy = old_policy.cloned().unwrap_or_else(|| json!("SingleStack"));
+    set_default(spec, "ipFamilyPolicy", policy);
+    let given = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let ip = if given.is_empty() {
+        let host = *next_cluster_ip;
+        *next_cluster_ip = next_cluster_ip.wrapping_add(1);
+        let address = std::net::Ipv4Addr::from(0x0a60_0000_u32 | (host & 0x000f_ffff));
+        address.to_string()
+    } else {
+        given
+    };
+    spec.insert("clusterIP".to_owned(), json!(ip));
+    let no_ips = spec
+        .get("clusterIPs")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if no_ips {
+        spec.insert("clusterIPs".to_owned(), json!([ip]));
+    }
+}
+
+/// Service defaults on create: `SetDefaults_Service`, then the IP family fields and
+/// ClusterIP.
+fn service_defaults(spec: &mut Map<String, Value>, next_cluster_ip: &mut u32) {
+    set_service_defaults(spec);
+    init_cluster_ip(spec, next_cluster_ip, None);
 }
 
 #[cfg(test)]
@@ -217,5 +271,34 @@ mod tests {
         service_defaults(&mut headless, &mut next);
         assert_eq!(headless["clusterIP"], "None");
         assert_eq!(next, 2);
+    }
+
+    #[test]
+    fn traffic_policy_and_node_port_defaults_follow_the_type() {
+        let defaulted = |spec: Value| {
+            let Value::Object(mut spec) = spec else {
+                panic!("not an object")
+            };
+            set_service_defaults(&mut spec);
+            spec
+        };
+        let cluster_ip = defaulted(json!({}));
+        assert_eq!(cluster_ip.get("externalTrafficPolicy"), None);
+        assert_eq!(cluster_ip.get("allocateLoadBalancerNodePorts"), None);
+        assert_eq!(cluster_ip["internalTrafficPolicy"], "Cluster");
+        let external_ips = defaulted(json!({"externalIPs": ["192.0.2.1"]}));
+        assert_eq!(external_ips["externalTrafficPolicy"], "Cluster");
+        let node_port = defaulted(json!({"type": "NodePort"}));
+        assert_eq!(node_port["externalTrafficPolicy"], "Cluster");
+        assert_eq!(node_port.get("allocateLoadBalancerNodePorts"), None);
+        let lb = defaulted(json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local"}));
+        assert_eq!(lb["externalTrafficPolicy"], "Local");
+        assert_eq!(lb["allocateLoadBalancerNodePorts"], true);
+        let kept =
+            defaulted(json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false}));
+        assert_eq!(kept["allocateLoadBalancerNodePorts"], false);
+        let external_name = defaulted(json!({"type": "ExternalName"}));
+        assert_eq!(external_name.get("internalTrafficPolicy"), None);
+        assert_eq!(external_name.get("externalTrafficPolicy"), None);
     }
 }

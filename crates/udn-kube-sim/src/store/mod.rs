@@ -16,7 +16,9 @@
 //! - a watch from a resourceVersion newer than the newest starts there instead of waiting;
 //! - list pages after the first are served from the current state (continue tokens carry
 //!   the first page's resourceVersion, which every page reports);
-//! - managedFields are only maintained by server-side apply (in the patch module).
+//! - managedFields are only maintained by server-side apply (in the patch module);
+//! - Service node ports are allocated lowest-free (above the static band first), not at
+//!   random, so tests can predict them.
 
 // `ApiError` is the crate's contract error type (the `Sim` API returns it by value).
 #![allow(clippy::result_large_err)]
@@ -33,7 +35,10 @@ mod filter;
 mod label_selector;
 mod list;
 mod meta;
+mod node_ports;
 mod registry;
+mod service_alloc;
+mod service_validation;
 mod snapshot;
 mod state;
 mod update;

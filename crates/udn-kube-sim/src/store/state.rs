@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::meta;
+use super::node_ports::NodePortIndex;
 use super::registry::{Builtin, Registry};
 use crate::resource::ResourceKey;
 
@@ -92,6 +93,10 @@ pub(super) struct State {
     pub(super) work: VecDeque<Work>,
     /// Next ClusterIP handed to a Service (host part in 10.96.0.0/12).
     pub(super) next_cluster_ip: u32,
+    /// The node ports the stored Services hold, kept by `index`/`unindex` like the other
+    /// indexes so every way a Service is stored or goes updates it.
+    pub(super) node_ports: NodePortIndex,
+    services: ResourceKey,
 }
 
 impl State {
@@ -110,6 +115,8 @@ impl State {
             sender,
             work: VecDeque::new(),
             next_cluster_ip: 1,
+            node_ports: NodePortIndex::default(),
+            services: key_of(Builtin::Service),
         }
     }
 
@@ -200,6 +207,9 @@ impl State {
                 .or_default()
                 .insert(r.clone());
         }
+        if r.key == self.services {
+            self.node_ports.add(obj);
+        }
     }
 
     fn unindex(&mut self, r: &ObjRef, obj: &Value) {
@@ -220,6 +230,9 @@ impl State {
             if set.is_empty() {
                 self.by_namespace.remove(&r.namespace);
             }
+        }
+        if r.key == self.services {
+            self.node_ports.remove(obj);
         }
     }
 

@@ -136,6 +136,9 @@ impl State {
             Subresource::Status => status_only(&entry, &old, &obj),
         };
         defaults::prepare_for_update(&entry, &mut new, &old);
+        if entry.is(Builtin::Service) && subresource == Subresource::Main {
+            self.prepare_service_update(&mut new, &old)?;
+        }
         let mut metadata_errors = Vec::new();
         let body_uid = meta::meta_str(&new, "uid").to_owned();
         let old_uid = meta::meta_str(&old, "uid");

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use udn_schema::{FieldError, FieldErrorKind, FieldErrors, validate_object_name};
 
-use super::meta;
 use super::registry::{Builtin, TypeEntry};
+use super::{meta, service_validation};
 use crate::error::{ApiError, StatusCause};
 
 /// 422 Invalid: `<Kind>[.<group>] "<name>" is invalid: <errors>`, one cause per error.
@@ -77,7 +77,8 @@ pub(super) fn name_errors(entry: &TypeEntry, name: &str) -> Vec<FieldError> {
 }
 
 /// Validate an object about to be stored: `metadata_errors` found by the caller come
-/// first, then the name rules (`check_name`), then for custom resources their CRD's schema
+/// first, then the name rules (`check_name`), the Service rules of
+/// [`service_validation`], then for custom resources their CRD's schema
 /// and CEL rules (with `old` for updates); custom resources come back pruned and defaulted.
 pub(super) fn check(
     entry: &TypeEntry,
@@ -90,6 +91,9 @@ pub(super) fn check(
     let mut errors = metadata_errors;
     if check_name {
         errors.extend(name_errors(entry, &name));
+    }
+    if entry.is(Builtin::Service) {
+        errors.extend(service_validation::service_errors(&obj, old));
     }
     let mut obj = obj;
     if entry.is_custom() {
