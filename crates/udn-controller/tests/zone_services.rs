@@ -111,8 +111,9 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_network_balances_its_own_services_over_its_own_addresses() {
+/// Databases and an API server with node1 (default and blue subnets), namespace `other` on
+/// the default network and `blue` on its primary Layer3 UDN `blue_net`.
+async fn blue_cluster(other: &str) -> (OvsdbServer, OvsdbServer, TestCluster) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter("warn")
         .with_test_writer()
@@ -130,7 +131,7 @@ async fn each_network_balances_its_own_services_over_its_own_addresses() {
         ),
     )
     .await;
-    put_namespace(&client, "plain", false).await;
+    put_namespace(&client, other, false).await;
     put_namespace(&client, "blue", true).await;
     put_nad(
         &client,
@@ -143,6 +144,13 @@ async fn each_network_balances_its_own_services_over_its_own_addresses() {
         ),
     )
     .await;
+    (nb, sb, cluster)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_network_balances_its_own_services_over_its_own_addresses() {
+    let (nb, sb, cluster) = blue_cluster("plain").await;
+    let client = cluster.client();
     put_service(&client, "plain", "10.96.0.20").await;
     put_service(&client, "blue", "10.96.0.10").await;
     put_slice(
@@ -288,36 +296,8 @@ async fn create(client: &kube::Client, ns: &str, body: Value) {
 /// cluster router.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_ports_sit_on_the_nodes_switch_and_router_and_allowed_default_services_get_routes() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter("warn")
-        .with_test_writer()
-        .try_init();
-    let nb = OvsdbServer::start_nb().unwrap();
-    let sb = OvsdbServer::start_sb().unwrap();
-    let cluster = TestCluster::new();
+    let (nb, sb, cluster) = blue_cluster("kube-system").await;
     let client = cluster.client();
-    put_node(
-        &client,
-        &node(
-            "node1",
-            2,
-            &[("default", "10.244.0.0/24"), ("blue_net", "103.103.0.0/24")],
-        ),
-    )
-    .await;
-    put_namespace(&client, "kube-system", false).await;
-    put_namespace(&client, "blue", true).await;
-    put_nad(
-        &client,
-        nad_json(
-            "blue",
-            "net",
-            "blue_net",
-            json!({"topology": "layer3", "role": "primary", "subnets": "103.103.0.0/16/24", "mtu": 1400}),
-            1,
-        ),
-    )
-    .await;
     create(
         &client,
         "blue",
