@@ -88,6 +88,34 @@ spec:
   - {name: udp, port: 88, targetPort: 8081, protocol: UDP}
 "#;
 
+/// blue's NodePort Service over the same pods: port 88 to netexec's HTTP 8080, node port
+/// 30088 (kube-apiserver would pick one when none is given).
+const NODE_PORT: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: np, namespace: blue}
+spec:
+  type: NodePort
+  selector: {tier: web}
+  ports:
+  - {name: http, port: 88, targetPort: 8080, nodePort: 30088, protocol: TCP}
+"#;
+
+/// A stand-in for the cluster DNS on the default network (`kube-system/kube-dns` is one of
+/// upstream's default `--udn-allowed-default-services`): netexec's HTTP behind port 53.
+const KUBE_DNS: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system}
+spec:
+  selector: {k8s-app: kube-dns}
+  ports:
+  - {name: dns-tcp, port: 53, targetPort: 8080, protocol: TCP}
+"#;
+
+/// The kube-dns stand-in's pod, on the default network.
+const DNS_POD: (&str, &str, &str) = ("kube-system", "coredns", "node2");
+
 fn setup(sandbox: &Sandbox) -> Result<(), String> {
     sandbox.apply(BLUE_GREEN);
     let mut specs: Vec<PodSpec<'_>> = WEB
@@ -106,9 +134,19 @@ fn setup(sandbox: &Sandbox) -> Result<(), String> {
         node,
         ..PodSpec::default()
     }));
+    specs.push(PodSpec {
+        namespace: DNS_POD.0,
+        name: DNS_POD.1,
+        node: DNS_POD.2,
+        labels: &[("k8s-app", "kube-dns")],
+        ..PodSpec::default()
+    });
+    sandbox.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system}\n");
     sandbox.run_pods(&specs)?;
     sandbox.apply(SERVICES);
     sandbox.apply(ECHO);
+    sandbox.apply(NODE_PORT);
+    sandbox.apply(KUBE_DNS);
     Ok(())
 }
 
@@ -167,6 +205,139 @@ fn a_cluster_ip_answers_only_inside_its_network(sandbox: &Sandbox) -> Result<(),
                 from.0, from.1
             ));
         }
+    }
+    Ok(())
+}
+
+/// The nodes' IPs, in the sandbox's node order.
+fn node_ips(sandbox: &Sandbox) -> Vec<String> {
+    sandbox.state()["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["ip"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The body of `url` fetched from the lab's external host, if it answers in time.
+fn external_get(sandbox: &Sandbox, url: &str) -> Option<String> {
+    let out = sandbox
+        .external_command(&["curl", "-sS", "--max-time", "2", url])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// blue's NodePort, as upstream documents it: the node's addresses at the node port reach
+/// blue's pods from outside the cluster, from blue's own pods on any node, and from other
+/// networks' pods (another UDN's, the default network's) through another node; the ClusterIP
+/// of the same Service stays blue's alone.
+fn a_node_port_on_a_udn_is_reachable_from_outside_and_across_networks(
+    sandbox: &Sandbox,
+) -> Result<(), String> {
+    let backends = ["blue-web-1", "blue-web-2"];
+    let ips = node_ips(sandbox);
+    if ips.len() != 2 {
+        return Err(format!("expected two node IPs, got {ips:?}"));
+    }
+    for ip in &ips {
+        let url = format!("http://{ip}:30088/hostname");
+        sandbox.eventually(&format!("the external host reaches {url}"), || {
+            external_get(sandbox, &url).filter(|body| backends.contains(&body.as_str()))
+        })?;
+        sandbox.eventually(&format!("blue/blue-client (node1) reaches {url}"), || {
+            sandbox
+                .http_get("blue", "blue-client", &url, 2)
+                .filter(|body| backends.contains(&body.trim()))
+        })?;
+    }
+    // Other networks through the other node: green's pod runs on node2, the default
+    // network's on node1.
+    for (from, node_ip) in [
+        (("green", "green-client"), &ips[0]),
+        (("default", "default-web"), &ips[1]),
+    ] {
+        let url = format!("http://{node_ip}:30088/hostname");
+        sandbox.eventually(&format!("{}/{} reaches {url}", from.0, from.1), || {
+            sandbox
+                .http_get(from.0, from.1, &url, 2)
+                .filter(|body| backends.contains(&body.trim()))
+        })?;
+    }
+    let cluster_ip = sandbox.kubectl(&[
+        "get",
+        "svc",
+        "-n",
+        "blue",
+        "np",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    let url = format!("http://{}:88/hostname", cluster_ip.trim());
+    if let Some(body) = sandbox.http_get("green", "green-client", &url, 3) {
+        return Err(format!("green reached blue's ClusterIP {url}: {body}"));
+    }
+    Ok(())
+}
+
+/// `kube-system/kube-dns` is one of upstream's default `--udn-allowed-default-services`: a
+/// blue pod reaches its cluster IP (through blue's management port and the host) while
+/// another default-network Service stays out of reach; blue's cluster router holds the
+/// route upstream writes. The clients run on node1, the endpoint on node2: the host's path
+/// to a cluster IP with an endpoint on the same node fails on this machine's userspace
+/// datapath for every host process (docs/lab.md, "A known failure on this machine").
+fn a_udn_pod_reaches_the_allowed_default_services_only(sandbox: &Sandbox) -> Result<(), String> {
+    let cluster_ip = |namespace: &str, name: &str| {
+        sandbox
+            .kubectl(&[
+                "get",
+                "svc",
+                "-n",
+                namespace,
+                name,
+                "-o",
+                "jsonpath={.spec.clusterIP}",
+            ])
+            .trim()
+            .to_owned()
+    };
+    let dns = cluster_ip("kube-system", "kube-dns");
+    let route = sandbox.eventually("blue's route to kube-dns", || {
+        sandbox
+            .nbctl(
+                "node1",
+                &[
+                    "--bare",
+                    "--columns=ip_prefix,nexthop,policy",
+                    "find",
+                    "Logical_Router_Static_Route",
+                    "external_ids:k8s.ovn.org/udn-enabled-default-service=kube-system/kube-dns",
+                    "external_ids:k8s.ovn.org/network=blue_blue-network",
+                ],
+            )
+            .ok()
+            .map(|out| out.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|out| !out.is_empty())
+    })?;
+    if !route.starts_with(&format!("{dns} ")) || !route.ends_with(" dst-ip") {
+        return Err(format!("blue's kube-dns route: {route}"));
+    }
+    let url = format!("http://{dns}:53/hostname");
+    for from in [("blue", "blue-client"), ("blue", "blue-web-1")] {
+        sandbox.eventually(&format!("{}/{} reaches kube-dns", from.0, from.1), || {
+            sandbox
+                .http_get(from.0, from.1, &url, 2)
+                .filter(|body| body.trim() == DNS_POD.1)
+        })?;
+    }
+    let web = cluster_ip("default", "web");
+    let url = format!("http://{web}:80/hostname");
+    if let Some(body) = sandbox.http_get("blue", "blue-client", &url, 3) {
+        return Err(format!(
+            "blue reached the default network's web {url}: {body}"
+        ));
     }
     Ok(())
 }
@@ -574,6 +745,14 @@ fn main() -> std::process::ExitCode {
             (
                 "a_cluster_ip_answers_only_inside_its_network",
                 a_cluster_ip_answers_only_inside_its_network,
+            ),
+            (
+                "a_node_port_on_a_udn_is_reachable_from_outside_and_across_networks",
+                a_node_port_on_a_udn_is_reachable_from_outside_and_across_networks,
+            ),
+            (
+                "a_udn_pod_reaches_the_allowed_default_services_only",
+                a_udn_pod_reaches_the_allowed_default_services_only,
             ),
             (
                 "mirrored_slices_carry_the_udn_addresses",

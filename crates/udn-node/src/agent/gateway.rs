@@ -100,7 +100,10 @@ fn bridge_ports(state: &OvsState, bridge: &str) -> Vec<OfPort> {
 }
 
 /// Gateway init's host side of the masquerade subnet (upstream `initFunc` and
-/// `configureSvcRouteViaInterface`, `node-and-interconnect.md` §5): the host masquerade IP
+/// `configureSvcRouteViaInterface`, `node-and-interconnect.md` §5), after IPv4 forwarding
+/// on the bridge (upstream `bridgedGatewayNodeSetup`: the replies to a UDN's traffic into the
+/// host, e.g. to the `--udn-allowed-default-services`, come back on the bridge and are
+/// forwarded to the network's management port, whatever the host's global setting): the host masquerade IP
 /// on the bridge (`169.254.0.2/17` with the default subnet), the OVN masquerade IP routed out
 /// of the bridge from the node IP, permanent neighbours for the OVN masquerade IP and the
 /// dummy next hop, and the service CIDRs via the dummy next hop from the host masquerade IP.
@@ -121,6 +124,13 @@ pub async fn init_masquerade(
         return Ok(());
     };
     let link = require_link(netlink, &gateway.bridge).await?;
+    if config.cluster.ipv4_enabled() {
+        crate::netlink::sysctl::Sysctl::dotted(&format!(
+            "net.ipv4.conf.{}.forwarding",
+            gateway.bridge
+        ))
+        .ensure("host", "1")?;
+    }
     let subnets = [
         ipnetwork::IpNetwork::V4(config.cluster.masquerade_subnet_v4),
         ipnetwork::IpNetwork::V6(config.cluster.masquerade_subnet_v6),
