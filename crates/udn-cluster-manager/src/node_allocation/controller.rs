@@ -1,6 +1,7 @@
 //! The imperative shell of the node allocation controller: the node watch, the work queue,
-//! and the apply step (one strategic-merge patch of both annotations, unguarded as
-//! upstream's `SetAnnotationsOnNode`: only this controller writes them).
+//! and the apply step (one strategic-merge patch of both annotations, as upstream's
+//! `SetAnnotationsOnNode`; a freshly allocated ID is guarded by the node's resourceVersion, so
+//! a dead instance's write that lands late and this one's never both stand).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -130,7 +131,15 @@ async fn reconcile_node(shared: &Shared, name: &str) -> Result<(), NodeAllocatio
     }
     let api: Api<Node> = Api::all(shared.ctx.client.clone());
     let changes = plan.changes.iter().map(|(k, v)| (*k, v.as_deref()));
-    match patch_node_annotations(&api, name, None, changes).await {
+    // A fresh ID is written only onto the node as it was read: a previous instance's write
+    // still in flight when it died (or one this instance has not seen yet) may have given the
+    // node its ID meanwhile, and that one must stay.
+    let guard = if plan.allocated {
+        node.metadata.resource_version.as_deref()
+    } else {
+        None
+    };
+    match patch_node_annotations(&api, name, guard, changes).await {
         Ok(_) => {
             info!(node = %name, node_id = plan.node_id, "node ID and transit switch port address written");
             Ok(())
@@ -138,6 +147,16 @@ async fn reconcile_node(shared: &Shared, name: &str) -> Result<(), NodeAllocatio
         Err(kube::Error::Api(status)) if status.is_not_found() => {
             forget(shared, name);
             Ok(())
+        }
+        Err(kube::Error::Api(status)) if plan.allocated && status.code == 409 => {
+            // Let go of the fresh ID: the retry reads the node again and keeps the ID it
+            // now carries, if it has one.
+            lock(&shared.inner).state.forget(name);
+            shared.update_gauge();
+            Err(NodeAllocationError::Patch {
+                node: name.to_owned(),
+                source: kube::Error::Api(status),
+            })
         }
         // The node keeps its ID (it still exists); the write is retried.
         Err(source) => Err(NodeAllocationError::Patch {
