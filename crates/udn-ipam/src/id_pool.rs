@@ -56,20 +56,28 @@ pub enum IdError {
 }
 
 /// IDs `0..size` handed out round-robin: a scan starts just after the last ID handed out and
-/// wraps; reserving a given ID does not move the cursor.
+/// wraps; reserving a given ID does not move the cursor. Allocation only hands out IDs from
+/// `floor` up; IDs below it can still be reserved (values kept from an older layout).
 #[derive(Debug, Clone)]
 pub(crate) struct RoundRobinPool {
     size: u32,
+    floor: u32,
     used: RangeSet,
     next: u32,
 }
 
 impl RoundRobinPool {
     pub(crate) fn new(size: u32) -> Self {
+        Self::with_floor(size, 0)
+    }
+
+    /// A pool of `0..size` whose allocations start at `floor`.
+    pub(crate) fn with_floor(size: u32, floor: u32) -> Self {
         Self {
             size,
+            floor,
             used: RangeSet::new(),
-            next: 0,
+            next: floor,
         }
     }
 
@@ -82,23 +90,35 @@ impl RoundRobinPool {
         u32::try_from(self.used.len()).unwrap_or(u32::MAX)
     }
 
-    #[cfg(test)]
-    pub(crate) fn is_used(&self, id: u32) -> bool {
-        self.used.contains(u128::from(id))
-    }
-
     /// The next free ID from the cursor (wrapping), or `None` when all are taken.
     pub(crate) fn allocate_next(&mut self) -> Option<u32> {
+        self.allocate_next_skipping(|_| false)
+    }
+
+    /// The next free ID from the cursor (wrapping) that `skip` does not reject.
+    pub(crate) fn allocate_next_skipping(&mut self, skip: impl Fn(u32) -> bool) -> Option<u32> {
         let last = u128::from(self.size.checked_sub(1)?);
-        let next = u128::from(self.next);
-        let found = first_free(next, last, &[&self.used], |_| false).or_else(|| {
+        let floor = u128::from(self.floor);
+        let next = u128::from(self.next.max(self.floor));
+        let skip = |value: u128| u32::try_from(value).map_or(true, &skip);
+        let found = first_free(next, last, &[&self.used], skip).or_else(|| {
             next.checked_sub(1)
-                .and_then(|hi| first_free(0, hi, &[&self.used], |_| false))
+                .and_then(|hi| first_free(floor, hi, &[&self.used], skip))
         })?;
         let id = u32::try_from(found).ok()?;
         self.used.insert(found);
-        self.next = if id + 1 >= self.size { 0 } else { id + 1 };
+        self.next = if id + 1 >= self.size {
+            self.floor
+        } else {
+            id + 1
+        };
         Some(id)
+    }
+
+    /// Whether `id` is taken.
+    #[cfg(test)]
+    pub(crate) fn is_used(&self, id: u32) -> bool {
+        self.used.contains(u128::from(id))
     }
 
     /// Takes `id`; false when it is taken or outside the pool.
@@ -130,7 +150,6 @@ impl NamedIds {
         }
     }
 
-    #[cfg(test)]
     pub(crate) fn size(&self) -> u32 {
         self.pool.size()
     }
@@ -153,12 +172,22 @@ impl NamedIds {
 
     /// The ID of `name`, allocating the next free one when it has none.
     pub(crate) fn allocate(&mut self, name: &str) -> Result<u32, IdError> {
+        self.allocate_skipping(name, |_| false)
+    }
+
+    /// The ID of `name`, allocating the next free one that `skip` does not reject when it
+    /// has none.
+    pub(crate) fn allocate_skipping(
+        &mut self,
+        name: &str,
+        skip: impl Fn(u32) -> bool,
+    ) -> Result<u32, IdError> {
         if let Some(id) = self.get(name) {
             return Ok(id);
         }
         let id = self
             .pool
-            .allocate_next()
+            .allocate_next_skipping(skip)
             .ok_or_else(|| IdError::Exhausted {
                 pool: self.pool_name,
                 name: name.to_owned(),
@@ -249,6 +278,33 @@ mod tests {
         assert!(!pool.reserve(8));
         assert_eq!(pool.allocate_next(), Some(1));
         assert_eq!(pool.allocate_next(), Some(2));
+    }
+
+    #[test]
+    fn floor_bounds_allocation_not_reservation() {
+        let mut pool = RoundRobinPool::with_floor(6, 3);
+        assert!(pool.reserve(1));
+        assert_eq!(pool.allocate_next(), Some(3));
+        assert_eq!(pool.allocate_next(), Some(4));
+        assert_eq!(pool.allocate_next(), Some(5));
+        // Wraps to the floor, never below it.
+        pool.release(3);
+        assert_eq!(pool.allocate_next(), Some(3));
+        assert_eq!(pool.allocate_next(), None);
+        assert!(pool.is_used(1) && !pool.is_used(0));
+    }
+
+    #[test]
+    fn skipped_ids_are_passed_over_and_stay_free() {
+        let mut pool = RoundRobinPool::new(5);
+        assert_eq!(pool.allocate_next_skipping(|id| id < 2), Some(2));
+        assert_eq!(pool.allocate_next_skipping(|id| id == 3), Some(4));
+        // Wraps past the skipped ones.
+        assert_eq!(pool.allocate_next_skipping(|id| id == 0), Some(1));
+        assert_eq!(pool.allocate_next_skipping(|_| true), None);
+        assert_eq!(pool.used(), 3);
+        // The skipped 3 was left free.
+        assert_eq!(pool.allocate_next(), Some(3));
     }
 
     #[test]

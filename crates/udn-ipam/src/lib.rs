@@ -1,4 +1,5 @@
-//! udn allocators: network IDs, tunnel keys, host subnets, pod IPs, pod tunnel IDs, node IDs,
+//! udn allocators: network IDs and tunnel keys ([`NetworkPools`], sized by
+//! [`NetworkIdLimit`]), host subnets, pod IPs, pod tunnel IDs, node IDs,
 //! MACs, masquerade and gateway IPs, and the addresses derived from a node's ID.
 //!
 //! Everything here is pure and synchronous, and reproduces upstream OVN-Kubernetes allocation
@@ -11,6 +12,8 @@ mod id_pool;
 mod mac;
 mod masquerade;
 mod network_id;
+mod network_id_limit;
+mod network_pools;
 mod node_address;
 mod node_id;
 mod pod_ip;
@@ -31,6 +34,11 @@ pub use masquerade::{
 pub use network_id::{
     DEFAULT_NETWORK_ID, DEFAULT_NETWORK_NAME, MAX_NETWORKS, NetworkId, NetworkIdAllocator,
 };
+pub use network_id_limit::{
+    MAX_NETWORK_ID, NETWORK_ID_POOL_SIZE, NetworkIdBound, NetworkIdLimit, Pool,
+    masquerade_max_network_id,
+};
+pub use network_pools::{NetworkPoolError, NetworkPools};
 pub use node_address::{
     NodeAddressError, gateway_router_join_ips, node_ip, transit_switch_port_ips,
 };
@@ -41,6 +49,6 @@ pub use pod_tunnel_id::{
 };
 pub use subnet::{HostSubnetAllocator, RangeUsage, SubnetError};
 pub use tunnel_key::{
-    BASE_TRANSIT_SWITCH_TUNNEL_KEY, FIRST_ALLOCATABLE_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY,
-    TunnelKeyAllocator, TunnelKeyError, required_tunnel_keys,
+    BASE_TRANSIT_SWITCH_TUNNEL_KEY, FIRST_ALLOCATABLE_TUNNEL_KEY, FIRST_FREE_TUNNEL_KEY,
+    MAX_DATAPATH_TUNNEL_KEY, TunnelKeyAllocator, TunnelKeyError, required_tunnel_keys,
 };

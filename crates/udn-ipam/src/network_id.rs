@@ -1,12 +1,15 @@
-//! Network IDs (upstream `networkmanager`'s `NetworkIDs` allocator): IDs `0..4096`, 0 held by
-//! the default network, the rest handed out round-robin, one per network name.
+//! Network IDs (upstream `networkmanager`'s `NetworkIDs` allocator): IDs `0..size`, 0 held by
+//! the default network, the rest handed out round-robin, one per network name. Upstream's
+//! size is 4096; [`NetworkIdAllocator::with_size`] sizes it for more (see
+//! [`crate::NetworkIdLimit`]).
 
 use crate::id_pool::{IdError, NamedIds};
 
 /// A network ID as carried by the `k8s.ovn.org/network-id` NAD annotation.
 pub type NetworkId = u32;
 
-/// Number of network IDs (`networkmanager.MaxNetworks`); IDs are `0..MAX_NETWORKS`.
+/// Upstream's number of network IDs (`networkmanager.MaxNetworks`): [`NetworkIdAllocator::new`]
+/// hands out `0..MAX_NETWORKS`.
 pub const MAX_NETWORKS: u32 = 4096;
 
 /// The ID of the default network (`types.DefaultNetworkID`).
@@ -32,10 +35,16 @@ impl Default for NetworkIdAllocator {
 }
 
 impl NetworkIdAllocator {
-    /// A fresh allocator with ID 0 held by `default`.
+    /// A fresh allocator of upstream's size ([`MAX_NETWORKS`]) with ID 0 held by `default`.
     pub fn new() -> Self {
-        let mut ids = NamedIds::new("network", MAX_NETWORKS);
-        // Cannot fail on an empty pool; ignoring keeps `new` infallible.
+        Self::with_size(MAX_NETWORKS)
+    }
+
+    /// A fresh allocator of IDs `0..size` with ID 0 held by `default` (a size of 0 or 1
+    /// leaves nothing to hand out).
+    pub fn with_size(size: u32) -> Self {
+        let mut ids = NamedIds::new("network", size.max(1));
+        // Cannot fail on an empty pool of at least one ID; ignoring keeps this infallible.
         let _ = ids.reserve(DEFAULT_NETWORK_NAME, DEFAULT_NETWORK_ID);
         Self { ids }
     }
@@ -45,9 +54,24 @@ impl NetworkIdAllocator {
         self.ids.allocate(network)
     }
 
+    /// The ID of `network`, allocating one that `skip` does not reject when it has none
+    /// (IDs whose derived values are taken by something else).
+    pub fn allocate_skipping(
+        &mut self,
+        network: &str,
+        skip: impl Fn(NetworkId) -> bool,
+    ) -> Result<NetworkId, IdError> {
+        self.ids.allocate_skipping(network, skip)
+    }
+
+    /// Number of IDs, the default network's included: IDs are `0..size`.
+    pub fn size(&self) -> u32 {
+        self.ids.size()
+    }
+
     /// Gives `id` to `network` (restore from an annotation). Idempotent for the same pair; an
     /// error when the ID is held by another network, the network holds another ID, or the ID is
-    /// not below [`MAX_NETWORKS`].
+    /// not below [`NetworkIdAllocator::size`].
     pub fn reserve(&mut self, network: &str, id: NetworkId) -> Result<(), IdError> {
         self.ids.reserve(network, id)
     }

@@ -1,20 +1,35 @@
 //! OVN datapath tunnel keys for networks (upstream `allocator/id/tunnelkeyallocator.go`).
 //!
-//! Keys `BASE_TRANSIT_SWITCH_TUNNEL_KEY + networkID` (network ID below 4096) are preserved for
-//! transit switches and derived, never stored. The remaining keys, from
-//! [`FIRST_ALLOCATABLE_TUNNEL_KEY`] to [`MAX_DATAPATH_TUNNEL_KEY`], are handed out round-robin.
+//! The keys live in OVN's global key range `[BASE_TRANSIT_SWITCH_TUNNEL_KEY, 2^24-1]`. Key
+//! `BASE_TRANSIT_SWITCH_TUNNEL_KEY + networkID` is the network's transit switch key, derived,
+//! never stored; the other ("free") keys are handed out round-robin above the transit keys.
+//!
+//! Two layouts:
+//! - upstream's ([`TunnelKeyAllocator::new`]): transit keys for IDs `0..4096`, free keys from
+//!   [`FIRST_ALLOCATABLE_TUNNEL_KEY`] (16715779);
+//! - udn's ([`TunnelKeyAllocator::for_network_id_pool`]): transit keys for IDs
+//!   `0..NETWORK_ID_POOL_SIZE` (`..=16744449`), free keys from [`FIRST_FREE_TUNNEL_KEY`]
+//!   (16744450), one per possible network. Keys an older layout handed out between 16715779
+//!   and 16744449 are still accepted by [`TunnelKeyAllocator::reserve`] and kept; each one is
+//!   the transit key of an ID that must then stay unused ([`TunnelKeyAllocator::network_of`]
+//!   on the ID's transit key tells).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::id_pool::RoundRobinPool;
 use crate::network_id::{MAX_NETWORKS, NetworkId};
+use crate::network_id_limit::NETWORK_ID_POOL_SIZE;
 
 /// The transit switch tunnel key of network 0; network N uses this plus N.
 pub const BASE_TRANSIT_SWITCH_TUNNEL_KEY: u32 = 16_711_683;
 
-/// First key of the allocatable pool (`BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS`).
+/// First key of upstream's allocatable pool (`BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS`),
+/// and the lowest free key either layout accepts back from an annotation.
 pub const FIRST_ALLOCATABLE_TUNNEL_KEY: u32 = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS;
+
+/// First free key of udn's layout: just above the transit keys of every possible network ID.
+pub const FIRST_FREE_TUNNEL_KEY: u32 = BASE_TRANSIT_SWITCH_TUNNEL_KEY + NETWORK_ID_POOL_SIZE;
 
 /// Largest OVN datapath key (`2^24 - 1`).
 pub const MAX_DATAPATH_TUNNEL_KEY: u32 = (1 << 24) - 1;
@@ -105,6 +120,10 @@ fn go_list(values: &[u32]) -> String {
 /// Allocates tunnel keys per network name.
 #[derive(Debug, Clone)]
 pub struct TunnelKeyAllocator {
+    /// Network IDs `0..transit_ids` have a derived transit key.
+    transit_ids: u32,
+    /// Keys `FIRST_ALLOCATABLE_TUNNEL_KEY + offset`; allocation starts at the layout's first
+    /// free key, reservation accepts the whole range.
     pool: RoundRobinPool,
     /// Pool keys (absolute values) per network, in allocation order.
     by_network: BTreeMap<String, Vec<u32>>,
@@ -118,18 +137,46 @@ impl Default for TunnelKeyAllocator {
 }
 
 impl TunnelKeyAllocator {
-    /// An empty allocator.
+    /// An empty allocator with upstream's layout (transit keys for IDs below 4096, free keys
+    /// from [`FIRST_ALLOCATABLE_TUNNEL_KEY`]).
     pub fn new() -> Self {
+        Self::with_transit_ids(MAX_NETWORKS)
+    }
+
+    /// An empty allocator with udn's layout: transit keys for every ID below
+    /// [`NETWORK_ID_POOL_SIZE`], free keys from [`FIRST_FREE_TUNNEL_KEY`].
+    pub fn for_network_id_pool() -> Self {
+        Self::with_transit_ids(NETWORK_ID_POOL_SIZE)
+    }
+
+    fn with_transit_ids(transit_ids: u32) -> Self {
+        let floor = transit_ids.saturating_sub(MAX_NETWORKS);
         Self {
-            pool: RoundRobinPool::new(POOL_SIZE),
+            transit_ids,
+            pool: RoundRobinPool::with_floor(POOL_SIZE, floor),
             by_network: BTreeMap::new(),
             holder: BTreeMap::new(),
         }
     }
 
-    /// The `count` keys of `network` (upstream `AllocateKeys`). With a network ID below 4096 the
-    /// first key is the preserved `BASE_TRANSIT_SWITCH_TUNNEL_KEY + network_id`; the others come
-    /// from the pool. Keys already held are kept and missing ones added; holding more pool keys
+    /// The first key [`TunnelKeyAllocator::allocate`] hands out from the pool.
+    pub fn first_free_key(&self) -> u32 {
+        BASE_TRANSIT_SWITCH_TUNNEL_KEY + self.transit_ids.max(MAX_NETWORKS)
+    }
+
+    /// Number of keys [`TunnelKeyAllocator::allocate`] can hand out from the pool.
+    pub fn free_capacity(&self) -> u32 {
+        MAX_DATAPATH_TUNNEL_KEY + 1 - self.first_free_key()
+    }
+
+    /// The transit switch key of `network_id`, when the layout derives one for it.
+    pub fn transit_key(&self, network_id: NetworkId) -> Option<u32> {
+        (network_id < self.transit_ids).then(|| BASE_TRANSIT_SWITCH_TUNNEL_KEY + network_id)
+    }
+
+    /// The `count` keys of `network` (upstream `AllocateKeys`). With a network ID that has a
+    /// transit key ([`TunnelKeyAllocator::transit_key`]) the first key is that one; the others
+    /// come from the pool. Keys already held are kept and missing ones added; holding more pool keys
     /// than needed is an error. On error nothing new stays allocated.
     pub fn allocate(
         &mut self,
@@ -139,8 +186,8 @@ impl TunnelKeyAllocator {
     ) -> Result<Vec<u32>, TunnelKeyError> {
         let mut keys = Vec::with_capacity(count);
         let mut from_pool = count;
-        if network_id < MAX_NETWORKS && count > 0 {
-            keys.push(BASE_TRANSIT_SWITCH_TUNNEL_KEY + network_id);
+        if let Some(transit) = self.transit_key(network_id).filter(|_| count > 0) {
+            keys.push(transit);
             from_pool -= 1;
         }
         let mut held = self.by_network.get(network).cloned().unwrap_or_default();
@@ -174,13 +221,14 @@ impl TunnelKeyAllocator {
     }
 
     /// Restores the keys annotated on a NAD of `network` (upstream `ReserveKeys`). A first key in
-    /// the preserved transit-switch range is not stored; the rest must be pool keys. Idempotent
-    /// for the same keys; all-or-nothing.
+    /// the preserved transit-switch range is not stored; the rest must be pool keys (from
+    /// [`FIRST_ALLOCATABLE_TUNNEL_KEY`] up, whatever the layout, so keys handed out by an older
+    /// layout are kept). Idempotent for the same keys; all-or-nothing.
     pub fn reserve(&mut self, network: &str, keys: &[u32]) -> Result<(), TunnelKeyError> {
+        let transit_end = BASE_TRANSIT_SWITCH_TUNNEL_KEY + self.transit_ids;
         let pool_keys = match keys.split_first() {
             Some((first, rest))
-                if (BASE_TRANSIT_SWITCH_TUNNEL_KEY..FIRST_ALLOCATABLE_TUNNEL_KEY)
-                    .contains(first) =>
+                if (BASE_TRANSIT_SWITCH_TUNNEL_KEY..transit_end).contains(first) =>
             {
                 rest
             }
@@ -252,7 +300,7 @@ impl TunnelKeyAllocator {
         self.pool.used()
     }
 
-    /// Size of the pool.
+    /// Size of the pool (keys kept from an older layout included).
     pub fn capacity(&self) -> u32 {
         self.pool.size()
     }
