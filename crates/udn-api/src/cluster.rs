@@ -93,6 +93,14 @@ pub enum ClusterConfigError {
         /// Why.
         reason: &'static str,
     },
+    /// A masquerade subnet cannot hold the global masquerade addresses (offsets 1..=5).
+    #[error(
+        "masquerade subnet {subnet} is too small: it needs at least 8 addresses for the global masquerade IPs"
+    )]
+    MasqueradeTooSmall {
+        /// The subnet.
+        subnet: IpNetwork,
+    },
     /// Cluster subnets and service CIDRs cover different IP families (upstream
     /// `illegal network configuration`).
     #[error("illegal network configuration: {cluster} cluster subnet, {service} service subnet")]
@@ -203,8 +211,23 @@ impl ClusterConfig {
             || self.service_cidrs.iter().any(IpNetwork::is_ipv6)
     }
 
+    /// The masquerade subnets of the IP families the cluster runs (each UDN takes two
+    /// addresses of each, so they bound the number of network IDs).
+    pub fn masquerade_subnets(&self) -> Vec<IpNetwork> {
+        let mut subnets = Vec::new();
+        if self.ipv4_enabled() {
+            subnets.push(self.masquerade_subnet_v4.into());
+        }
+        if self.ipv6_enabled() {
+            subnets.push(self.masquerade_subnet_v6.into());
+        }
+        subnets
+    }
+
     /// Check the configuration is usable: cluster subnets present, every subnet a network
-    /// address, and cluster/service subnets on the same IP families.
+    /// address, cluster/service subnets on the same IP families, and the masquerade subnet of
+    /// each family in use large enough for the global masquerade addresses (offsets 1..=5;
+    /// how many UDNs it holds on top is the cluster-manager's network ID pool size).
     pub fn validate(&self) -> Result<(), ClusterConfigError> {
         if self.cluster_subnets.is_empty() {
             return Err(ClusterConfigError::NoClusterSubnets);
@@ -236,6 +259,13 @@ impl ClusterConfig {
         }
         for service in &self.udn_allowed_default_services {
             check_udn_enabled_service(service)?;
+        }
+        for subnet in self.masquerade_subnets() {
+            let bits = if subnet.is_ipv4() { 32 } else { 128 };
+            // Offset 5 (the OVN service hairpin address) must be inside.
+            if bits - u32::from(subnet.prefix()) < 3 {
+                return Err(ClusterConfigError::MasqueradeTooSmall { subnet });
+            }
         }
         Ok(())
     }
@@ -364,6 +394,27 @@ mod tests {
         );
         config.cluster_subnets.clear();
         assert_eq!(config.validate(), Err(ClusterConfigError::NoClusterSubnets));
+    }
+
+    #[test]
+    fn masquerade_subnets_of_the_families_in_use_are_checked() {
+        let mut config = ClusterConfig::ipv4_only();
+        assert_eq!(
+            config.masquerade_subnets(),
+            vec![IpNetwork::from(config.masquerade_subnet_v4)]
+        );
+        // IPv6 is not in use: its masquerade subnet is not looked at.
+        config.masquerade_subnet_v6 = v6([0xfd69, 0, 0, 0, 0, 0, 0, 0], 126);
+        assert_eq!(config.validate(), Ok(()));
+        // Upstream's /29 holds the global addresses (and no UDN).
+        config.masquerade_subnet_v4 = v4([169, 254, 169, 0], 29);
+        assert_eq!(config.validate(), Ok(()));
+        config.masquerade_subnet_v4 = v4([169, 254, 169, 0], 30);
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "masquerade subnet 169.254.169.0/30 is too small: it needs at least 8 addresses for the global masquerade IPs"
+        );
+        assert_eq!(ClusterConfig::default().masquerade_subnets().len(), 2);
     }
 
     #[test]

@@ -270,7 +270,7 @@ async fn primary_cudn_needs_labelled_namespaces_and_deletion_cleans_up() {
     .await;
     assert_eq!(
         nad["metadata"]["annotations"]["k8s.ovn.org/tunnel-keys"],
-        "[16711684,16715779]"
+        "[16711684,16744450]"
     );
     assert!(cluster.get(Kind::Nad, Some("plain"), "prim").is_none());
     cluster.delete(Kind::Cudn, None, "prim");

@@ -137,7 +137,7 @@ async fn ids_are_per_network_and_primary_layer2_has_tunnel_keys() {
     );
     assert_eq!(
         nad_annotation(&second, "k8s.ovn.org/tunnel-keys").unwrap(),
-        "[16711685,16715779]"
+        "[16711685,16744450]"
     );
     assert_eq!(
         second["spec"]["config"],

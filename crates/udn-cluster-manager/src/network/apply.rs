@@ -19,8 +19,10 @@ use udn_api::names::FINALIZER_UDN_PROTECTION;
 use super::condition::{ConditionSpec, set_condition};
 use super::ids::{NadIdentity, NetworkIds};
 use super::nad_plan::{NadOp, controlled_by, has_finalizer};
+use super::shared::wake_pool_waiters;
 use super::stores::Stores;
 use super::sync_error::{SyncError, api_detail};
+use super::triggers::Triggers;
 use super::udn_plan::FinalizerOp;
 use super::udn_reconcile::now;
 use crate::context::UDN_CONTROLLER;
@@ -49,6 +51,8 @@ pub(crate) struct NadWriter<'a> {
     pub(crate) stores: &'a Stores,
     /// The network IDs stamped on created NADs.
     pub(crate) ids: &'a Mutex<NetworkIds>,
+    /// Queues, to retry networks waiting for a pool when a failed create releases an ID.
+    pub(crate) triggers: &'a Triggers,
 }
 
 impl NadWriter<'_> {
@@ -102,12 +106,20 @@ impl NadWriter<'_> {
             tunnel_keys,
             annotated: NadNetworkAnnotations::default(),
         };
-        let assigned = lock(self.ids)
-            .assign(&identity)
-            .map_err(|err| SyncError::Allocation {
-                network: network.to_owned(),
-                detail: error_chain(&err),
-            })?;
+        let assigned =
+            lock(self.ids)
+                .assign(&identity)
+                .map_err(|err| match err.exhausted_pool() {
+                    Some(pool) => SyncError::Exhausted {
+                        network: network.to_owned(),
+                        pool,
+                        detail: err.pool_error().to_string(),
+                    },
+                    None => SyncError::Allocation {
+                        network: network.to_owned(),
+                        detail: error_chain(&err),
+                    },
+                })?;
         let mut stamped = nad.clone();
         stamped
             .metadata
@@ -131,7 +143,10 @@ impl NadWriter<'_> {
                     ObjectRef::<NetworkAttachmentDefinition>::new(nad_name(&nad.metadata))
                         .within(nad.metadata.namespace.as_deref().unwrap_or_default());
                 if !failure.is_stale() && self.stores.nads.get(&reference).is_none() {
-                    lock(self.ids).forget(&key);
+                    let released = lock(self.ids).forget(&key);
+                    if released.is_some() {
+                        wake_pool_waiters(self.ids, self.stores, self.triggers);
+                    }
                 }
                 Err(failure)
             }

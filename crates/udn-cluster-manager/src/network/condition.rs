@@ -16,6 +16,9 @@ pub(crate) const REASON_NAD_DELETED: &str = "NetworkAttachmentDefinitionDeleted"
 pub(crate) const REASON_SYNC_ERROR: &str = "SyncError";
 /// Reason (CUDN): any sync error.
 pub(crate) const REASON_NAD_SYNC_ERROR: &str = "NetworkAttachmentDefinitionSyncError";
+/// Reason (UDN and CUDN, udn's): a pool (network IDs, masquerade IPs, tunnel keys) is used
+/// up; the message names it. Upstream, with its fixed 4096 IDs, reports `SyncError`.
+pub(crate) const REASON_POOL_EXHAUSTED: &str = "NetworkPoolExhausted";
 
 /// A condition to set: type `NetworkCreated` with this status, reason and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +34,12 @@ pub(crate) struct ConditionSpec {
 impl ConditionSpec {
     /// Whether the condition reports a failure.
     pub(crate) fn is_error(&self) -> bool {
-        self.reason == REASON_SYNC_ERROR || self.reason == REASON_NAD_SYNC_ERROR
+        [
+            REASON_SYNC_ERROR,
+            REASON_NAD_SYNC_ERROR,
+            REASON_POOL_EXHAUSTED,
+        ]
+        .contains(&self.reason)
     }
 }
 
@@ -40,7 +48,10 @@ pub(crate) fn udn_condition(outcome: &Result<Option<NadState>, SyncError>) -> Co
     match outcome {
         Err(err) => ConditionSpec {
             status: "False",
-            reason: REASON_SYNC_ERROR,
+            reason: match err {
+                SyncError::Exhausted { .. } => REASON_POOL_EXHAUSTED,
+                _ => REASON_SYNC_ERROR,
+            },
             message: err.to_string(),
         },
         Ok(Some(nad)) if nad.deleting => ConditionSpec {
@@ -63,9 +74,17 @@ pub(crate) fn cudn_condition(nads: &[NadState], errors: &[SyncError]) -> Conditi
     sorted.sort_by(|a, b| a.namespace.cmp(&b.namespace));
     if !errors.is_empty() {
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        // The network is one for all namespaces: if it has no ID, that is the news.
+        let exhausted = errors
+            .iter()
+            .any(|err| matches!(err, SyncError::Exhausted { .. }));
         return ConditionSpec {
             status: "False",
-            reason: REASON_NAD_SYNC_ERROR,
+            reason: if exhausted {
+                REASON_POOL_EXHAUSTED
+            } else {
+                REASON_NAD_SYNC_ERROR
+            },
             message: messages.join("\n"),
         };
     }
@@ -211,6 +230,36 @@ mod tests {
         assert!(errors.message.starts_with(
             "foreign NetworkAttachmentDefinition with the desired name already exist [a/net]\ninvalid primary"
         ));
+    }
+
+    #[test]
+    fn exhaustion_has_its_own_reason() {
+        let exhausted = SyncError::Exhausted {
+            network: "a_net".into(),
+            pool: udn_ipam::Pool::MasqueradeIps,
+            detail: "the masquerade-ips pool is exhausted: full".into(),
+        };
+        let udn = udn_condition(&Err(exhausted.clone()));
+        assert_eq!(
+            (udn.status, udn.reason, udn.message.as_str()),
+            (
+                "False",
+                "NetworkPoolExhausted",
+                "failed to allocate network ID for network a_net: the masquerade-ips pool is exhausted: full"
+            )
+        );
+        assert!(udn.is_error());
+        let foreign = SyncError::Foreign {
+            namespace: "a".into(),
+            name: "net".into(),
+        };
+        let cudn = cudn_condition(&[], &[foreign.clone(), exhausted]);
+        assert_eq!(cudn.reason, "NetworkPoolExhausted");
+        assert!(cudn.is_error());
+        assert_eq!(
+            cudn_condition(&[], &[foreign]).reason,
+            "NetworkAttachmentDefinitionSyncError"
+        );
     }
 
     #[test]

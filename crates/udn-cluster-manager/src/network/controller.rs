@@ -13,15 +13,16 @@ use kube::Resource;
 use kube::runtime::controller::{Action, Config as ApplierConfig, Error as ApplierError, applier};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 use udn_api::nad::NetworkAttachmentDefinition;
+use udn_ipam::NetworkIdLimit;
 
 use super::RESYNC;
 use super::apply::{error_chain, lock};
 use super::cudn_reconcile::{self, reconcile_cudn};
 use super::error::NetworkError;
-use super::ids::NetworkIds;
+use super::ids::{NetworkIds, pool_limit};
 use super::nad_identity::{NadKind, nad_kind};
 use super::nad_plan::has_finalizer;
 use super::nad_reconcile::{self, reconcile_nad};
@@ -58,15 +59,18 @@ pub async fn run(
     let client = ctx.client.clone();
     let (stores, writers) = caches();
     let (triggers, queues) = queues();
+    let limit = pool_limit(&ctx.config.cluster);
+    log_pool_limit(limit);
     let shared = Arc::new(Shared {
         recorder: Recorder::new(client.clone(), ctx.reporter.clone()),
         ctx,
         stores: stores.clone(),
-        ids: Mutex::new(NetworkIds::new()),
+        ids: Mutex::new(NetworkIds::with_limit(limit)),
         waiters: Mutex::new(InUseWaiters::default()),
         backoff: Mutex::new(Backoff::default()),
         gauges: Mutex::new(NetworkGauges::default()),
         create_lock: CreateLock::default(),
+        triggers: triggers.clone(),
     });
     let watches = spawn_all(&client, &shared, writers, &triggers, &shutdown);
     drop(triggers);
@@ -93,6 +97,24 @@ pub async fn run(
     }
     info!("user-defined network controllers stopped");
     result
+}
+
+/// Say how many networks the pools hold, and loudly when none fits.
+fn log_pool_limit(limit: NetworkIdLimit) {
+    let bound = limit.bound.to_string();
+    if limit.max_id == 0 {
+        error!(
+            pool = limit.pool().name(),
+            bound, "no user-defined network fits the network ID pool"
+        );
+    } else {
+        info!(
+            max_network_id = limit.max_id,
+            pool = limit.pool().name(),
+            bound,
+            "network ID pool sized"
+        );
+    }
 }
 
 fn queues() -> (Triggers, Queues) {

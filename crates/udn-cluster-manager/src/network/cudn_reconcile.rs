@@ -139,7 +139,7 @@ fn priority(class: SyncClass) -> u8 {
     match class {
         SyncClass::InUse => 0,
         SyncClass::Api => 1,
-        SyncClass::Allocation => 2,
+        SyncClass::Allocation | SyncClass::Exhausted(_) => 2,
         SyncClass::Invalid => 3,
     }
 }
@@ -194,6 +194,7 @@ async fn apply_steps(steps: &[Step], shared: &Shared, applied: &mut Applied) {
         manager: CUDN_CONTROLLER,
         stores: &shared.stores,
         ids: &shared.ids,
+        triggers: &shared.triggers,
     };
     for step in steps {
         let (op, state) = match step {

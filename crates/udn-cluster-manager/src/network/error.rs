@@ -46,6 +46,19 @@ pub enum NetworkError {
         /// What failed.
         message: String,
     },
+    /// A pool (network IDs, masquerade IPs, tunnel keys) is used up; the object is retried
+    /// when a network is released.
+    #[error("{kind} {key} waits for the {pool} pool: {message}")]
+    Exhausted {
+        /// The object kind.
+        kind: &'static str,
+        /// `namespace/name` or `name`.
+        key: String,
+        /// The pool's name.
+        pool: &'static str,
+        /// The condition message.
+        message: String,
+    },
     /// Writing the `NetworkCreated` condition failed.
     #[error("write the NetworkCreated condition of {kind} {key}")]
     Status {
@@ -91,6 +104,7 @@ impl NetworkError {
             Self::InUse { .. } => "network_in_use",
             Self::Api { .. } => "api",
             Self::Allocation { .. } => "allocation",
+            Self::Exhausted { .. } => "pool_exhausted",
             Self::Status { .. } => "status",
             Self::ListOwned { .. } => "list",
             Self::Annotate { .. } => "annotate",
@@ -99,9 +113,13 @@ impl NetworkError {
     }
 
     /// Whether retrying soon can help. Invalid specs are not retried on a backoff (they are
-    /// on the status condition and get reconciled when something related changes).
+    /// on the status condition and get reconciled when something related changes), nor are
+    /// exhausted pools (retried when a network is released).
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, Self::Invalid { .. } | Self::CacheNotReady { .. })
+        !matches!(
+            self,
+            Self::Invalid { .. } | Self::CacheNotReady { .. } | Self::Exhausted { .. }
+        )
     }
 }
 
@@ -129,6 +147,18 @@ mod tests {
         };
         assert_eq!(in_use.kind(), "network_in_use");
         assert!(in_use.is_retryable());
+        let exhausted = NetworkError::Exhausted {
+            kind: "UserDefinedNetwork",
+            key: "a/b".into(),
+            pool: "network-ids",
+            message: "full".into(),
+        };
+        assert_eq!(exhausted.kind(), "pool_exhausted");
+        assert!(!exhausted.is_retryable());
+        assert_eq!(
+            exhausted.to_string(),
+            "UserDefinedNetwork a/b waits for the network-ids pool: full"
+        );
     }
 
     #[test]

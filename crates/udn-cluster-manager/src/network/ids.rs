@@ -6,11 +6,22 @@
 //! network is gone. At start, [`NetworkIds::restore`] rebuilds everything from the NADs:
 //! annotated tunnel keys first, then NADs that carry an ID (an ID already held by another
 //! network is discarded), then the rest get new IDs.
+//!
+//! The pools ([`NetworkPools`]) are sized from the cluster's masquerade subnets. A NAD whose
+//! network finds a pool exhausted is remembered as waiting; releasing a network hands the
+//! waiters back ([`NetworkIds::take_waiters`]) so they are retried at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use udn_api::annotations::NadNetworkAnnotations;
-use udn_ipam::{IdError, NetworkId, NetworkIdAllocator, TunnelKeyAllocator, TunnelKeyError};
+use udn_api::cluster::ClusterConfig;
+use udn_ipam::{NetworkId, NetworkIdLimit, NetworkPoolError, NetworkPools, Pool};
+
+/// The network ID limit of `cluster`: the tunnel key layout's, lowered to what the
+/// masquerade subnet of each IP family the cluster runs can hold.
+pub(crate) fn pool_limit(cluster: &ClusterConfig) -> NetworkIdLimit {
+    NetworkIdLimit::for_masquerade_subnets(cluster.masquerade_subnets())
+}
 
 /// One OVN-Kubernetes NAD of a user-defined network, as the allocator sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,26 +39,42 @@ pub(crate) struct NadIdentity {
 /// Why a network has no ID or tunnel keys.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum IdsError {
-    /// The network ID allocator refused.
+    /// The network ID pool refused.
     #[error("allocate network ID for network {network}")]
     Id {
         /// The network.
         network: String,
-        /// The allocator's error.
+        /// The pools' error.
         #[source]
-        source: IdError,
+        source: Box<NetworkPoolError>,
     },
-    /// The tunnel key allocator refused.
+    /// The tunnel key pool refused.
     #[error("allocate {count} tunnel keys for network {network}")]
     TunnelKeys {
         /// The network.
         network: String,
         /// Keys needed.
         count: usize,
-        /// The allocator's error.
+        /// The pools' error.
         #[source]
-        source: TunnelKeyError,
+        source: Box<NetworkPoolError>,
     },
+}
+
+impl IdsError {
+    /// The pool that ran out, when this is an exhaustion.
+    pub(crate) fn exhausted_pool(&self) -> Option<Pool> {
+        match self {
+            Self::Id { source, .. } | Self::TunnelKeys { source, .. } => source.exhausted_pool(),
+        }
+    }
+
+    /// The pools' error (the text conditions carry).
+    pub(crate) fn pool_error(&self) -> &NetworkPoolError {
+        match self {
+            Self::Id { source, .. } | Self::TunnelKeys { source, .. } => source,
+        }
+    }
 }
 
 /// What a release freed.
@@ -76,19 +103,35 @@ pub(crate) struct RestoreReport {
     pub(crate) failed: Vec<(String, IdsError)>,
 }
 
-/// The allocators plus which NADs reference which network.
+/// The pools plus which NADs reference which network.
 #[derive(Debug, Default)]
 pub(crate) struct NetworkIds {
-    ids: NetworkIdAllocator,
-    keys: TunnelKeyAllocator,
+    pools: NetworkPools,
     nad_network: BTreeMap<String, String>,
     network_nads: BTreeMap<String, BTreeSet<String>>,
+    /// NADs (`namespace/name`, created or not yet) whose network found a pool exhausted.
+    waiting: BTreeSet<String>,
 }
 
 impl NetworkIds {
-    /// Empty state (ID 0 held by the default network).
+    /// Empty state with the largest pools (ID 0 held by the default network).
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// Empty state with IDs up to `limit`.
+    pub(crate) fn with_limit(limit: NetworkIdLimit) -> Self {
+        Self {
+            pools: NetworkPools::new(limit),
+            ..Self::default()
+        }
+    }
+
+    /// NADs that waited for an exhausted pool, to retry now that something was released;
+    /// they are forgotten (a retry that fails again waits again).
+    pub(crate) fn take_waiters(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.waiting)
     }
 
     /// Rebuild from the NADs found at start (see the module docs).
@@ -102,8 +145,8 @@ impl NetworkIds {
         for nad in &ordered {
             if !nad.annotated.tunnel_keys.is_empty()
                 && self
-                    .keys
-                    .reserve(&nad.network, &nad.annotated.tunnel_keys)
+                    .pools
+                    .reserve_keys(&nad.network, &nad.annotated.tunnel_keys)
                     .is_err()
             {
                 report.bad_tunnel_keys.push(nad.key.clone());
@@ -115,10 +158,10 @@ impl NetworkIds {
             let Some(id) = nad.annotated.network_id else {
                 continue;
             };
-            match self.ids.id_of(&nad.network) {
+            match self.pools.id_of(&nad.network) {
                 Some(held) if held == id => {}
                 Some(_) => report.discarded.push((nad.key.clone(), id)),
-                None => match self.ids.reserve(&nad.network, id) {
+                None => match self.pools.reserve_id(&nad.network, id) {
                     Ok(()) => report.kept += 1,
                     Err(_) => report.discarded.push((nad.key.clone(), id)),
                 },
@@ -135,6 +178,19 @@ impl NetworkIds {
     /// The identity annotations NAD `nad.key` must carry, allocating what is missing and
     /// registering the NAD as a holder of its network (upstream `handleNetworkAnnotations`).
     pub(crate) fn assign(&mut self, nad: &NadIdentity) -> Result<NadNetworkAnnotations, IdsError> {
+        let result = self.assign_inner(nad);
+        match &result {
+            Err(err) if err.exhausted_pool().is_some() => {
+                self.waiting.insert(nad.key.clone());
+            }
+            _ => {
+                self.waiting.remove(&nad.key);
+            }
+        }
+        result
+    }
+
+    fn assign_inner(&mut self, nad: &NadIdentity) -> Result<NadNetworkAnnotations, IdsError> {
         if self
             .nad_network
             .get(&nad.key)
@@ -144,32 +200,38 @@ impl NetworkIds {
         }
         let network = nad.network.as_str();
         let mut fresh_id = false;
-        let id = match self.ids.id_of(network) {
+        let id = match self.pools.id_of(network) {
             Some(id) => id,
             None => {
                 let reserved = nad
                     .annotated
                     .network_id
-                    .filter(|id| self.ids.reserve(network, *id).is_ok());
+                    .filter(|id| self.pools.reserve_id(network, *id).is_ok());
                 match reserved {
                     Some(id) => id,
                     None => {
                         fresh_id = true;
-                        self.ids.allocate(network).map_err(|source| IdsError::Id {
-                            network: network.to_owned(),
-                            source,
-                        })?
+                        self.pools
+                            .allocate_id(network)
+                            .map_err(|source| IdsError::Id {
+                                network: network.to_owned(),
+                                source: Box::new(source),
+                            })?
                     }
                 }
             }
         };
-        let keys = match self.allocate_keys(network, id, nad.tunnel_keys) {
+        let keys = match self.pools.allocate_keys(network, id, nad.tunnel_keys) {
             Ok(keys) => keys,
-            Err(err) => {
+            Err(source) => {
                 if fresh_id && !self.network_nads.contains_key(network) {
-                    self.ids.release(network);
+                    self.pools.release(network);
                 }
-                return Err(err);
+                return Err(IdsError::TunnelKeys {
+                    network: network.to_owned(),
+                    count: nad.tunnel_keys,
+                    source: Box::new(source),
+                });
             }
         };
         self.register(&nad.key, network);
@@ -178,29 +240,6 @@ impl NetworkIds {
             network_id: Some(id),
             tunnel_keys: keys,
         })
-    }
-
-    /// Tunnel keys of `network`; a network holding more pool keys than it needs now gives
-    /// them back and starts over.
-    fn allocate_keys(
-        &mut self,
-        network: &str,
-        id: NetworkId,
-        count: usize,
-    ) -> Result<Vec<u32>, IdsError> {
-        let error = |source| IdsError::TunnelKeys {
-            network: network.to_owned(),
-            count,
-            source,
-        };
-        match self.keys.allocate(network, id, count) {
-            Ok(keys) => Ok(keys),
-            Err(TunnelKeyError::MoreThanRequested { .. }) => {
-                self.keys.release(network);
-                self.keys.allocate(network, id, count).map_err(error)
-            }
-            Err(other) => Err(error(other)),
-        }
     }
 
     fn register(&mut self, key: &str, network: &str) {
@@ -221,8 +260,7 @@ impl NetworkIds {
             return None;
         }
         self.network_nads.remove(&network);
-        let id = self.ids.release(&network);
-        let tunnel_keys = self.keys.release(&network);
+        let (id, tunnel_keys) = self.pools.release(&network);
         Some(Released {
             network,
             id,
@@ -244,13 +282,13 @@ impl NetworkIds {
     /// The ID of `network`.
     #[cfg(test)]
     pub(crate) fn id_of(&self, network: &str) -> Option<NetworkId> {
-        self.ids.id_of(network)
+        self.pools.id_of(network)
     }
 
     /// Every (network, ID) pair, default network included.
     #[cfg(test)]
     pub(crate) fn assignments(&self) -> BTreeMap<String, NetworkId> {
-        self.ids
+        self.pools
             .assignments()
             .map(|(network, id)| (network.to_owned(), id))
             .collect()

@@ -64,13 +64,13 @@ fn primary_layer2_gets_two_tunnel_keys() {
     let mut ids = NetworkIds::new();
     let assigned = ids.assign(&nad("ns/l2", "ns_l2", 2, None)).unwrap();
     assert_eq!(assigned.network_id, Some(1));
-    assert_eq!(assigned.tunnel_keys, vec![16_711_684, 16_715_779]);
+    assert_eq!(assigned.tunnel_keys, vec![16_711_684, 16_744_450]);
     assert_eq!(
         ids.assign(&nad("ns/l2", "ns_l2", 2, None)).unwrap(),
         assigned
     );
     let released = ids.forget("ns/l2").unwrap();
-    assert_eq!(released.tunnel_keys, vec![16_715_779]);
+    assert_eq!(released.tunnel_keys, vec![16_744_450]);
 }
 
 #[test]

@@ -14,8 +14,9 @@ use tracing::{info, instrument, warn};
 use udn_api::nad::NetworkAttachmentDefinition;
 
 use super::apply::{error_chain, lock};
+use super::condition::REASON_POOL_EXHAUSTED;
 use super::error::NetworkError;
-use super::ids::Released;
+use super::ids::{IdsError, Released};
 use super::nad_identity::{NadKind, nad_kind};
 use super::shared::Shared;
 use crate::events::{Note, publish};
@@ -62,6 +63,9 @@ async fn sync_nad(
     let identity = match nad_kind(nad, &shared.ctx.config.cluster) {
         NadKind::NotOvn | NadKind::Default => {
             let released = lock(&shared.ids).forget(key);
+            if released.is_some() {
+                shared.wake_pool_waiters();
+            }
             log_released(released);
             return Ok(Action::await_change());
         }
@@ -87,12 +91,11 @@ async fn sync_nad(
             return Ok(Action::await_change());
         }
         ids.assign(&identity)
-    }
-    .map_err(|err| NetworkError::Allocation {
-        kind: "NetworkAttachmentDefinition",
-        key: key.to_owned(),
-        message: error_chain(&err),
-    })?;
+    };
+    let assigned = match assigned {
+        Ok(assigned) => assigned,
+        Err(err) => return Err(allocation_failed(nad, shared, key, &err).await),
+    };
     let current = nad.metadata.annotations.clone().unwrap_or_default();
     let patch = assigned.patch_against(&current);
     if patch.is_empty() {
@@ -124,6 +127,40 @@ async fn sync_nad(
         "annotated network identity"
     );
     Ok(Action::await_change())
+}
+
+/// The reconcile error for a NAD whose network got no ID or keys. An exhausted pool is also
+/// a Warning event on the NAD naming the pool (the NAD is retried when a network is
+/// released, not on a backoff).
+async fn allocation_failed(
+    nad: &NetworkAttachmentDefinition,
+    shared: &Shared,
+    key: &str,
+    err: &IdsError,
+) -> NetworkError {
+    let kind = "NetworkAttachmentDefinition";
+    let Some(pool) = err.exhausted_pool() else {
+        return NetworkError::Allocation {
+            kind,
+            key: key.to_owned(),
+            message: error_chain(err),
+        };
+    };
+    let message = err.pool_error().to_string();
+    warn!(pool = pool.name(), error = %message, "network pool exhausted");
+    let note = Note {
+        warning: true,
+        reason: REASON_POOL_EXHAUSTED,
+        action: "AllocateNetworkID",
+        text: message.clone(),
+    };
+    publish(&shared.recorder, &nad.object_ref(&()), vec![note]).await;
+    NetworkError::Exhausted {
+        kind,
+        key: key.to_owned(),
+        pool: pool.name(),
+        message,
+    }
 }
 
 /// Log what a NAD deletion released.

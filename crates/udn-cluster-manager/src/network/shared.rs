@@ -12,6 +12,7 @@ use udn_api::render::NetworkSpecRef;
 use super::apply::lock;
 use super::ids::NetworkIds;
 use super::stores::Stores;
+use super::triggers::Triggers;
 use crate::context::Context;
 use crate::metrics::{Metrics, NetworkKindLabels};
 
@@ -175,6 +176,8 @@ pub(crate) struct Shared {
     /// Serialises primary-NAD creation across the UDN and CUDN controllers (upstream
     /// `createNetworkLock`), per namespace.
     pub(crate) create_lock: CreateLock,
+    /// The controllers' queues (to retry what waited for an exhausted pool).
+    pub(crate) triggers: Triggers,
 }
 
 /// Serialises the syncs of primary networks that could create a NAD in the same namespace
@@ -249,6 +252,24 @@ impl Shared {
     /// `key` succeeded.
     pub(crate) fn succeeded(&self, key: &str) {
         lock(&self.backoff).reset(key);
+    }
+
+    /// A network was released: retry what waited for an exhausted pool.
+    pub(crate) fn wake_pool_waiters(&self) {
+        wake_pool_waiters(&self.ids, &self.stores, &self.triggers);
+    }
+}
+
+/// Queue every NAD (and its owner) that waited for an exhausted pool; call after a release,
+/// without holding the `ids` lock.
+pub(crate) fn wake_pool_waiters(ids: &Mutex<NetworkIds>, stores: &Stores, triggers: &Triggers) {
+    let waiting = lock(ids).take_waiters();
+    if !waiting.is_empty() {
+        tracing::info!(
+            waiting = waiting.len(),
+            "network released; retrying networks that waited for a pool"
+        );
+        triggers.pool_waiters(&waiting, stores);
     }
 }
 

@@ -7,6 +7,7 @@
 use udn_api::names::LABEL_PRIMARY_UDN_NAMESPACE;
 use udn_api::render::RenderError;
 use udn_api::selector::SelectorError;
+use udn_ipam::Pool;
 
 /// What kind of failure a [`SyncError`] is: decides metrics, retries and events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,6 +20,9 @@ pub(crate) enum SyncClass {
     Api,
     /// No network ID or tunnel key could be allocated.
     Allocation,
+    /// A pool (network IDs, masquerade IPs, tunnel keys) is used up: retried when a network
+    /// is released, not on a backoff.
+    Exhausted(Pool),
 }
 
 /// One failure of a UDN/CUDN sync, worded as upstream.
@@ -124,6 +128,16 @@ pub(crate) enum SyncError {
         /// The server's message.
         detail: String,
     },
+    /// A pool has nothing left for the network (udn's; upstream has fixed 4096 IDs).
+    #[error("failed to allocate network ID for network {network}: {detail}")]
+    Exhausted {
+        /// The network name.
+        network: String,
+        /// The pool used up.
+        pool: Pool,
+        /// The pool's message (names the pool and its bound).
+        detail: String,
+    },
     /// No network ID or tunnel key for the network.
     #[error("failed to allocate network ID for network {network}: {detail}")]
     Allocation {
@@ -144,6 +158,7 @@ impl SyncError {
             | Self::PodAnnotation { .. }
             | Self::NamespaceNotFound { .. } => SyncClass::Api,
             Self::Allocation { .. } => SyncClass::Allocation,
+            Self::Exhausted { pool, .. } => SyncClass::Exhausted(*pool),
             Self::InvalidPrimaryNetwork { .. }
             | Self::Render { .. }
             | Self::PrimaryExists { .. }

@@ -51,6 +51,25 @@ impl Triggers {
     pub(crate) fn nad(&self, nad: &NetworkAttachmentDefinition) {
         let _ = self.nads.unbounded_send(ObjectRef::from_obj(nad));
     }
+
+    /// Queue the NADs (`namespace/name`) that waited for an exhausted pool, and the cached
+    /// UDN/CUDN that would own each (a NAD that could not be created has no other trace).
+    pub(crate) fn pool_waiters(&self, waiting: &BTreeSet<String>, stores: &Stores) {
+        for key in waiting {
+            let Some((namespace, name)) = key.split_once('/') else {
+                continue;
+            };
+            if let Some(nad) = stores.nad(namespace, name) {
+                self.nad(&nad);
+            }
+            let meta = ObjectMeta {
+                namespace: Some(namespace.to_owned()),
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            };
+            self.owners(nad_owners(&meta, false, stores));
+        }
+    }
 }
 
 /// Owners to reconcile when NAD `nad` changes: its controller owner and any UDN/CUDN of the

@@ -117,6 +117,7 @@ async fn apply_plan(
         manager: UDN_CONTROLLER,
         stores: &shared.stores,
         ids: &shared.ids,
+        triggers: &shared.triggers,
     };
     let mut applied = Applied {
         outcome: plan.outcome.clone(),
@@ -213,6 +214,12 @@ pub(crate) fn failure_of_class(
         SyncClass::InUse => NetworkError::InUse { kind, key, message },
         SyncClass::Api => NetworkError::Api { kind, key, message },
         SyncClass::Allocation => NetworkError::Allocation { kind, key, message },
+        SyncClass::Exhausted(pool) => NetworkError::Exhausted {
+            kind,
+            key,
+            pool: pool.name(),
+            message,
+        },
     }
 }
 

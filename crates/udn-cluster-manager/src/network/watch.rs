@@ -220,13 +220,22 @@ fn nad_router(
         }
         Event::Delete(nad) => {
             let key = nad_keys([nad]).into_iter().next().unwrap_or_default();
-            log_released(lock(&shared.ids).forget(&key));
+            let released = lock(&shared.ids).forget(&key);
+            if released.is_some() {
+                shared.wake_pool_waiters();
+            }
+            log_released(released);
             triggers.owners(nad_owners(&nad.metadata, true, &shared.stores));
         }
         Event::InitDone => {
             let present = nad_keys(shared.stores.nads.state().iter().map(AsRef::as_ref));
-            for released in lock(&shared.ids).retain(&present) {
+            let released = lock(&shared.ids).retain(&present);
+            let any = !released.is_empty();
+            for released in released {
                 log_released(Some(released));
+            }
+            if any {
+                shared.wake_pool_waiters();
             }
             triggers.owners(all_owners(&shared.stores));
         }

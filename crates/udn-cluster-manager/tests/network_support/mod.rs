@@ -171,10 +171,15 @@ pub(crate) struct Manager {
 
 impl Manager {
     pub(crate) fn start(cluster: &Cluster) -> Self {
+        Self::start_with(cluster, Config::for_tests())
+    }
+
+    /// Start with `config` (e.g. a small masquerade subnet).
+    pub(crate) fn start_with(cluster: &Cluster, config: Config) -> Self {
         let metrics = Metrics::unregistered();
         let ctx = Context::new(
             cluster.0.client(),
-            Config::for_tests(),
+            config,
             metrics.clone(),
             Some("test".to_owned()),
         );
