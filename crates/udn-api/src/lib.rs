@@ -17,6 +17,9 @@ pub mod cluster;
 #[cfg(feature = "cli")]
 pub mod cluster_args;
 pub mod crd;
+pub mod dynamic_udn;
+#[cfg(feature = "cli")]
+pub mod dynamic_udn_args;
 pub mod go_text;
 pub mod ipamclaim;
 pub mod nad;

@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod context;
+pub(crate) mod dynamic_udn;
 pub mod endpointslice_mirror;
 mod events;
 pub mod layer2_ipam;

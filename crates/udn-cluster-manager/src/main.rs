@@ -3,6 +3,7 @@
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use udn_api::cluster_args::ClusterArgs;
+use udn_api::dynamic_udn_args::DynamicUdnArgs;
 use udn_cluster_manager::config::{Config, FeatureArgs};
 use udn_cluster_manager::context::Context;
 use udn_cluster_manager::metrics::Metrics;
@@ -20,6 +21,8 @@ struct Args {
     features: FeatureArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+    #[command(flatten)]
+    dynamic_udn: DynamicUdnArgs,
 }
 
 #[tokio::main]
@@ -28,8 +31,8 @@ async fn main() -> anyhow::Result<()> {
     args.runtime
         .init_telemetry()
         .context("setting up logging")?;
-    let config =
-        Config::from_args(&args.cluster, &args.features).context("invalid configuration")?;
+    let config = Config::from_args(&args.cluster, &args.features, &args.dynamic_udn)
+        .context("invalid configuration")?;
     let (started, metrics) = args
         .runtime
         .start(Metrics::register)

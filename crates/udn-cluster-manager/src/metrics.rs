@@ -45,6 +45,13 @@ pub struct NetworkLabels {
     pub network: String,
 }
 
+/// `network_name` (upstream's label of `udn_nodes_rendered`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NetworkNameLabels {
+    /// Network name.
+    pub network_name: String,
+}
+
 /// `role` + `topology` (upstream label values: `primary`/`secondary`, `layer2`/...).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct NetworkKindLabels {
@@ -72,6 +79,8 @@ pub struct Metrics {
     pub user_defined_networks: Family<NetworkKindLabels, Gauge>,
     /// Upstream `ovnkube_clustermanager_cluster_user_defined_networks{role,topology}`.
     pub cluster_user_defined_networks: Family<NetworkKindLabels, Gauge>,
+    /// Upstream `ovnkube_clustermanager_udn_nodes_rendered{network_name}` (Dynamic UDN).
+    pub udn_nodes_rendered: Family<NetworkNameLabels, Gauge>,
 }
 
 impl Metrics {
@@ -87,6 +96,7 @@ impl Metrics {
             free_node_ids: Gauge::default(),
             user_defined_networks: Family::default(),
             cluster_user_defined_networks: Family::default(),
+            udn_nodes_rendered: Family::default(),
         };
         let udn = registry.sub_registry_with_prefix("udn_cluster_manager");
         udn.register(
@@ -124,6 +134,11 @@ impl Metrics {
             "cluster_user_defined_networks",
             "The total number of ClusterUserDefinedNetworks in the cluster",
             metrics.cluster_user_defined_networks.clone(),
+        );
+        upstream.register(
+            "udn_nodes_rendered",
+            "The number of nodes a user-defined network is rendered on (Dynamic UDN)",
+            metrics.udn_nodes_rendered.clone(),
         );
         metrics
     }

@@ -39,7 +39,12 @@ pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), Run
     let nodes = crate::node_subnets::run(ctx.clone(), stop.clone())
         .map(|r| r.map_err(|e| RunError::NodeSubnets(Box::new(e))));
     let result = if ctx.config.segmentation {
+        // The rendered nodes of UDN/CUDN networks (every node unless Dynamic UDN is on).
+        let (scope, _scope_rx) = crate::dynamic_udn::scope_channel(&ctx);
+        let dynamic =
+            crate::dynamic_udn::run(ctx.clone(), scope, stop.clone()).map(Ok::<(), RunError>);
         let network = crate::network::run(ctx.clone(), stop.clone())
+            .boxed()
             .map(|r| r.map_err(|e| RunError::Network(Box::new(e))));
         let pods = crate::layer2_ipam::run(ctx.clone(), stop.clone())
             .map(|r| r.map_err(|e| RunError::Layer2Ipam(Box::new(e))));
@@ -49,7 +54,10 @@ pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), Run
         let services = crate::secondary_services::run(ctx, stop)
             .boxed()
             .map(Ok::<(), RunError>);
-        futures::try_join!(node_ids, nodes, network, pods, mirror, recovery, services).map(|_| ())
+        futures::try_join!(
+            node_ids, nodes, network, pods, mirror, recovery, services, dynamic
+        )
+        .map(|_| ())
     } else {
         tracing::info!("network segmentation disabled, UDN controllers not started");
         futures::try_join!(node_ids, nodes).map(|_| ())

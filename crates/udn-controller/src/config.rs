@@ -42,6 +42,9 @@ pub struct ControllerArgs {
     /// written when empty.
     #[arg(long, value_name = "LOW-HIGH", default_value = "")]
     pub ephemeral_port_range: String,
+    /// Dynamic UDN (`--enable-dynamic-udn-allocation`, `--udn-deletion-grace-period`).
+    #[command(flatten)]
+    pub dynamic_udn: udn_api::dynamic_udn_args::DynamicUdnArgs,
 }
 
 /// Why the configuration is unusable.
@@ -132,6 +135,7 @@ impl Config {
                 cluster: cluster.cluster()?,
                 multi_network: args.enable_multi_network,
                 segmentation: args.enable_network_segmentation && args.enable_multi_network,
+                dynamic_udn: args.dynamic_udn.enable_dynamic_udn_allocation,
             },
             nb: endpoint("nb-address", &args.nb_address)?,
             sb: endpoint("sb-address", &args.sb_address)?,

@@ -10,6 +10,7 @@
 //! controller owns) -> apply (batched transactions).
 
 pub mod config;
+pub mod dynamic_udn;
 pub use udn_runtime::events;
 pub mod ipam;
 pub mod metrics;

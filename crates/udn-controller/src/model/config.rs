@@ -16,4 +16,8 @@ pub struct ZoneConfig {
     /// `--enable-multi-network` and `--enable-network-segmentation` together: primary UDNs
     /// and the default network's UDN isolation.
     pub segmentation: bool,
+    /// Dynamic UDN: a UDN network is rendered only on nodes cluster-manager gave its
+    /// per-node state (a Layer3 host subnet, a Layer2 gateway router tunnel ID), i.e. nodes
+    /// where its pods run (and for the grace period after).
+    pub dynamic_udn: bool,
 }

@@ -70,6 +70,10 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
 /// The unit of every remote node.
 pub(crate) fn remote_nodes(ctx: &NetCtx<'_>, build: &mut Build) {
     for node in ctx.nodes(false) {
+        if ctx.zone.config.dynamic_udn && !crate::dynamic_udn::renders(ctx.net, node) {
+            // The network is not on that node (Dynamic UDN): no port, no route.
+            continue;
+        }
         match remote_node(ctx, node, build) {
             Ok(rows) => build.unit(
                 REMOTE_NODE_UNIT,

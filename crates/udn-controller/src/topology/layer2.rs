@@ -44,10 +44,14 @@ pub(crate) fn build(ctx: &NetCtx<'_>, pods: &[PodAttachment], build: &mut Build)
         }
     };
     if ctx.gateway_topology && !subnets.is_empty() {
-        for node in ctx.nodes(true) {
+        // Dynamic UDN: only the nodes cluster-manager gave the network's tunnel ID.
+        let rendered = |node: &Node| {
+            !ctx.zone.config.dynamic_udn || crate::dynamic_udn::renders(ctx.net, node)
+        };
+        for node in ctx.nodes(true).into_iter().filter(|n| rendered(n)) {
             local_node(ctx, node, &subnets, build);
         }
-        for node in ctx.nodes(false) {
+        for node in ctx.nodes(false).into_iter().filter(|n| rendered(n)) {
             match remote_gateway_port(ctx, node, build) {
                 Ok(rows) => build.unit(
                     REMOTE_NODE_UNIT,

@@ -37,6 +37,10 @@ pub(crate) fn local_host_subnets(
 ) -> BTreeMap<String, Vec<HostSubnet>> {
     let mut locals = BTreeMap::new();
     for node in ctx.nodes(true) {
+        if ctx.zone.config.dynamic_udn && !crate::dynamic_udn::renders(ctx.net, node) {
+            // Not rendered here (Dynamic UDN): nothing missing.
+            continue;
+        }
         match host_subnets(ctx, node) {
             Ok(subnets) => {
                 locals.insert(node.name.clone(), subnets);

@@ -129,6 +129,9 @@ impl Zone {
             namespaces.iter().map(AsRef::as_ref),
             pods.iter().map(AsRef::as_ref),
         );
+        if self.config.zone.dynamic_udn {
+            crate::dynamic_udn::retain_rendered(&mut snap.networks.networks, &snap.nodes);
+        }
         let services = self.stores.services.state();
         let slices = self.stores.slices.state();
         add_services(

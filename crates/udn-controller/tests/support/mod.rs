@@ -139,6 +139,7 @@ pub fn zone_config(zone: &str) -> ZoneConfig {
         cluster: ClusterConfig::ipv4_only(),
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) fn zone_config() -> ZoneConfig {
         cluster,
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 

@@ -25,6 +25,7 @@ pub(crate) fn zone_config() -> ZoneConfig {
         cluster: ClusterConfig::default(),
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 

@@ -4,7 +4,7 @@
 //! again on the next change). Also which namespaces those networks are primary in, which
 //! decides the network of a Service.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::netconf::{NetConf, NetInfo, UserDefinedNetInfo};
@@ -21,8 +21,11 @@ pub struct PrimaryUdn {
     pub id: u32,
 }
 
-/// The primary UDNs of `stores`' NADs, in the store's order, each network once.
+/// The primary UDNs of `stores`' NADs, in the store's order, each network once. With Dynamic
+/// UDN, only those cluster-manager rendered on this node (its Layer3 host subnet, or its
+/// Layer2 gateway router tunnel ID, is on the Node).
 pub fn primary_udns(stores: &Stores, config: &Config) -> Vec<PrimaryUdn> {
+    let rendered = config.dynamic_udn.then(|| rendered_here(stores));
     let mut out: Vec<PrimaryUdn> = Vec::new();
     for nad in stores.nads.state() {
         let Some((info, Some(id))) = primary_udn_of(&nad, config) else {
@@ -31,7 +34,37 @@ pub fn primary_udns(stores: &Stores, config: &Config) -> Vec<PrimaryUdn> {
         if out.iter().any(|udn| udn.info.name == info.name) {
             continue;
         }
+        if rendered
+            .as_ref()
+            .is_some_and(|here| !here.contains(&info.name))
+        {
+            continue;
+        }
         out.push(PrimaryUdn { info, id });
+    }
+    out
+}
+
+/// The networks with per-node state on this node: the keys of its `k8s.ovn.org/node-subnets`
+/// and `k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids` annotations.
+fn rendered_here(stores: &Stores) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for node in stores.node.state() {
+        let Some(annotations) = &node.metadata.annotations else {
+            continue;
+        };
+        if let Some(Ok(subnets)) = annotations
+            .get(udn_api::names::ANNOTATION_NODE_SUBNETS)
+            .map(|text| serde_json::from_str::<BTreeMap<String, serde_json::Value>>(text))
+        {
+            out.extend(subnets.into_keys());
+        }
+        if let Some(Ok(ids)) = annotations
+            .get(udn_api::names::ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
+            .map(|text| udn_api::annotations::parse_node_layer2_tunnel_ids(text))
+        {
+            out.extend(ids.into_keys());
+        }
     }
     out
 }

@@ -97,4 +97,7 @@ pub struct NodeArgs {
     /// `ovn-ofctrl-wait-before-clear` in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub ofctrl_wait_before_clear: u32,
+    /// Dynamic UDN (`--enable-dynamic-udn-allocation`, `--udn-deletion-grace-period`).
+    #[command(flatten)]
+    pub dynamic_udn: udn_api::dynamic_udn_args::DynamicUdnArgs,
 }

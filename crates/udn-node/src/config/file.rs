@@ -92,6 +92,18 @@ const SETTINGS: &[(&str, &str, &str, Kind)] = &[
     ),
     (
         "ovnkubernetesfeature",
+        "enable-dynamic-udn-allocation",
+        "enable-dynamic-udn-allocation",
+        Kind::Switch,
+    ),
+    (
+        "ovnkubernetesfeature",
+        "udn-deletion-grace-period",
+        "udn-deletion-grace-period",
+        Kind::Value,
+    ),
+    (
+        "ovnkubernetesfeature",
         "enable-preconfigured-udn-addresses",
         "enable-preconfigured-udn-addresses",
         Kind::Switch,

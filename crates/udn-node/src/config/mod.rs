@@ -64,6 +64,9 @@ pub struct Config {
     pub multi_network: bool,
     /// Primary UDNs and host isolation.
     pub segmentation: bool,
+    /// Dynamic UDN: the node wires a primary UDN (management port, routes, flows) only
+    /// while cluster-manager gives the node the network's per-node state.
+    pub dynamic_udn: bool,
     /// `--gateway-interface`.
     pub gateway_interface: Option<String>,
     /// `--gateway-nexthop`.
@@ -149,6 +152,7 @@ impl Config {
             cluster: cluster.cluster()?,
             multi_network: args.enable_multi_network,
             segmentation: args.enable_network_segmentation,
+            dynamic_udn: args.dynamic_udn.enable_dynamic_udn_allocation,
             gateway_interface: args.gateway_interface.clone(),
             gateway_nexthop: ip("gateway-nexthop", args.gateway_nexthop.as_ref())?,
             encap_ip: ip("encap-ip", args.encap_ip.as_ref())?,

@@ -10,6 +10,7 @@ fn config() -> ZoneConfig {
         cluster: ClusterConfig::default(),
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 

@@ -30,6 +30,7 @@ pub(super) fn zone_config() -> ZoneConfig {
         cluster,
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 
@@ -40,6 +41,7 @@ pub(super) fn dual_stack_config() -> ZoneConfig {
         cluster: ClusterConfig::default(),
         multi_network: true,
         segmentation: true,
+        dynamic_udn: false,
     }
 }
 
