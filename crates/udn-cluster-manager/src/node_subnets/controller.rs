@@ -12,12 +12,14 @@ use kube::api::Api;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::{ANNOTATION_NODE_SUBNETS, DEFAULT_NETWORK_NAME};
 
+use super::batch::{BatchSchedule, BatchStep};
 use super::networks::{
     IndexChange, Layer3Network, NadIndex, OwnerKey, OwnerKind, nad_entry, nad_key_of,
 };
@@ -32,9 +34,21 @@ use crate::metrics::NetworkLabels;
 const STATUS_CONTROLLER: &str = "node-subnets-status";
 /// Concurrent node reconciles (allocation is serialized; the patches overlap).
 const NODE_WORKERS: usize = 4;
-/// Network changes queue every node at most once per this interval (the first change after
-/// a quiet interval right away).
-const NETWORK_BATCH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Network changes waiting to queue every node, on the schedule of [`BatchSchedule`].
+#[derive(Debug, Default)]
+pub(super) struct Batches {
+    schedule: Mutex<BatchSchedule>,
+    notify: Notify,
+}
+
+impl Batches {
+    /// A network changed: every node needs another look, in the next batch.
+    fn changed(&self) {
+        lock(&self.schedule).changed(tokio::time::Instant::now());
+        self.notify.notify_one();
+    }
+}
 
 /// The index and the allocators, under one lock.
 pub(super) struct Inner {
@@ -55,6 +69,7 @@ pub(super) struct Shared {
     pub(super) status_queue: Arc<WorkQueue<OwnerKey>>,
     pub(super) recorder: Recorder,
     failures: Failures<String>,
+    batches: Batches,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,9 +182,9 @@ impl Shared {
         self.update_gauges(sync.added.iter().chain(&sync.changed));
         // New or grown networks: every node needs (another look at) its annotation; earlier
         // "full" failures are retried (upstream re-enqueues all nodes on expansion). Bursts
-        // of network changes are batched, so each node writes all of them in one patch.
-        self.node_queue
-            .add_all_throttled(self.all_node_names(), NETWORK_BATCH_INTERVAL);
+        // of network changes are batched, so each node writes many of them in one patch and
+        // a burst writes each node a few times whatever its length (`batch`).
+        self.batches.changed();
     }
 
     pub(super) fn update_gauges<'a>(&self, networks: impl IntoIterator<Item = &'a String>) {
@@ -273,6 +288,23 @@ async fn node_worker(shared: Arc<Shared>) {
             .ctx
             .metrics
             .observe(CONTROLLER, outcome, start.elapsed());
+    }
+}
+
+/// Queues every node when the batch schedule says so; runs until aborted.
+async fn batch_worker(shared: Arc<Shared>) {
+    loop {
+        let step = lock(&shared.batches.schedule).step(tokio::time::Instant::now());
+        match step {
+            BatchStep::Release => shared.node_queue.add_all(shared.all_node_names()),
+            BatchStep::WaitUntil(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = shared.batches.notify.notified() => {}
+                }
+            }
+            BatchStep::Idle => shared.batches.notify.notified().await,
+        }
     }
 }
 
@@ -381,6 +413,7 @@ pub(super) async fn run(
         node_queue: WorkQueue::new(),
         status_queue: WorkQueue::new(),
         failures: Failures::default(),
+        batches: Batches::default(),
     });
     let mut pumps = JoinSet::new();
     let s = Arc::clone(&shared);
@@ -437,10 +470,12 @@ pub(super) async fn run(
         workers.spawn(node_worker(Arc::clone(&shared)));
     }
     workers.spawn(status_worker(Arc::clone(&shared)));
+    let batcher = tokio::spawn(batch_worker(Arc::clone(&shared)));
     shutdown.await;
     info!(controller = CONTROLLER, "shutting down");
     shared.node_queue.close();
     shared.status_queue.close();
+    batcher.abort();
     while workers.join_next().await.is_some() {}
     pumps.shutdown().await;
     Ok(())

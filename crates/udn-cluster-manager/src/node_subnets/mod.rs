@@ -20,6 +20,7 @@
 //! - At start, every allocator is restored from the existing annotations before anything is
 //!   allocated, so no subnet is handed out twice across restarts.
 
+mod batch;
 mod controller;
 pub(crate) mod networks;
 pub(crate) mod plan;

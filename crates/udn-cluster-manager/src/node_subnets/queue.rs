@@ -7,8 +7,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use tokio::sync::Notify;
 
 /// The queue; share it as `Arc<WorkQueue<K>>`.
@@ -25,16 +23,6 @@ struct Inner<K> {
     active: BTreeSet<K>,
     again: BTreeSet<K>,
     closed: bool,
-    throttle: Throttle<K>,
-}
-
-/// The batches of [`WorkQueue::add_all_throttled`]: when the last one went out, and the
-/// keys held for the next one (sent when `scheduled` fires).
-#[derive(Debug)]
-struct Throttle<K> {
-    last: Option<Instant>,
-    held: BTreeSet<K>,
-    scheduled: bool,
 }
 
 impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
@@ -47,11 +35,6 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
                 active: BTreeSet::new(),
                 again: BTreeSet::new(),
                 closed: false,
-                throttle: Throttle {
-                    last: None,
-                    held: BTreeSet::new(),
-                    scheduled: false,
-                },
             }),
             notify: Notify::new(),
         })
@@ -84,49 +67,6 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         for key in keys {
             self.add(key);
         }
-    }
-
-    /// Queue `keys` as one batch, at most one batch per `interval`: right away when the
-    /// last batch went out at least `interval` ago, else together with every key held since
-    /// once `interval` has passed. A burst of triggers for many keys (every node, for each of
-    /// many new networks) thus costs each key one reconcile per interval, and a lone trigger
-    /// is not delayed.
-    pub(crate) fn add_all_throttled(
-        self: &Arc<Self>,
-        keys: impl IntoIterator<Item = K>,
-        interval: Duration,
-    ) {
-        let now = Instant::now();
-        let mut inner = self.lock();
-        if inner.closed {
-            return;
-        }
-        let throttle = &mut inner.throttle;
-        let due = throttle.last.map(|last| last + interval);
-        if !throttle.scheduled && due.is_none_or(|due| due <= now) {
-            throttle.last = Some(now);
-            drop(inner);
-            self.add_all(keys);
-            return;
-        }
-        throttle.held.extend(keys);
-        if throttle.scheduled {
-            return;
-        }
-        throttle.scheduled = true;
-        let at = due.unwrap_or(now);
-        drop(inner);
-        let queue = Arc::clone(self);
-        tokio::spawn(async move {
-            tokio::time::sleep_until(at).await;
-            let held = {
-                let mut inner = queue.lock();
-                inner.throttle.scheduled = false;
-                inner.throttle.last = Some(Instant::now());
-                std::mem::take(&mut inner.throttle.held)
-            };
-            queue.add_all(held);
-        });
     }
 
     /// Queue `key` after `delay` (retries with backoff).
@@ -234,36 +174,6 @@ mod tests {
         assert!(queue.is_idle());
         queue.close();
         assert_eq!(queue.next().await, None);
-    }
-
-    #[tokio::test]
-    async fn throttled_batches_go_out_at_most_once_per_interval() {
-        let interval = Duration::from_millis(200);
-        let queue = WorkQueue::new();
-        let first = Instant::now();
-        queue.add_all_throttled([1, 2], interval);
-        assert_eq!(queue.next().await, Some(1));
-        assert_eq!(queue.next().await, Some(2));
-        queue.done(&1);
-        queue.done(&2);
-        // Within the interval: held, merged, and sent once the interval has passed.
-        queue.add_all_throttled([2, 3], interval);
-        queue.add_all_throttled([3, 4], interval);
-        assert!(queue.is_idle());
-        let mut got = Vec::new();
-        for _ in 0..3 {
-            let key = queue.next().await.unwrap();
-            queue.done(&key);
-            got.push(key);
-        }
-        assert!(first.elapsed() >= interval);
-        assert_eq!(got, [2, 3, 4]);
-        assert!(queue.is_idle());
-        // A quiet interval later, a batch goes out right away again.
-        tokio::time::sleep(interval).await;
-        queue.add_all_throttled([5], interval);
-        assert!(!queue.is_idle());
-        assert_eq!(queue.next().await, Some(5));
     }
 
     #[test]
