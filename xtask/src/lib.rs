@@ -59,11 +59,12 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 10)]
         watchers: usize,
     },
-    /// The cluster-manager: time until N UDNs and M nodes converge, reconciles/s, RSS.
+    /// The cluster-manager: time until N UDNs and M nodes converge, reconciles/s, RSS,
+    /// node-subnets writes.
     ClusterManager {
-        /// UDNs, one per namespace.
-        #[arg(long, default_value_t = 1000)]
-        udns: usize,
+        /// UDNs, one per namespace; several sizes (`1000,2000,5000`) run one after another.
+        #[arg(long, value_delimiter = ',', default_value = "1000")]
+        udns: Vec<usize>,
         /// Nodes.
         #[arg(long, default_value_t = 100)]
         nodes: usize,
@@ -155,7 +156,7 @@ impl Cli {
             } => bench::kube_sim::run_and_record(&root, objects, watchers),
             Command::Bench {
                 target: BenchTarget::ClusterManager { udns, nodes },
-            } => bench::cluster_manager::run_and_record(&root, udns, nodes),
+            } => bench::cluster_manager::run_and_record(&root, &udns, nodes),
             Command::Bench {
                 target:
                     BenchTarget::Sandbox {

@@ -2,22 +2,26 @@
 //! binary, its own process) against `udn-kube-sim serve`: N UDNs in N namespaces and M
 //! nodes are created, and the time until every NAD (with its network ID) and every node's
 //! host-subnet annotation is in place is measured, with the manager's reconciles/s (from
-//! its /metrics) and peak RSS (from /proc).
+//! its /metrics), peak RSS (from /proc) and the node-subnets writes (from a node watch).
+//! Several sizes in one run (`--udns 1000,2000,5000`) show how time and memory grow.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 use udn_api::crd::UserDefinedNetwork;
-use udn_api::nad::NetworkAttachmentDefinition;
 
+use super::cluster_manager_watch::Convergence;
 use super::process::{ChildGuard, free_port, metric, peak_rss_mb, release_binary, scrape};
 use super::sim_server::{SimServer, install_crds};
+
+/// How long a run may take to converge.
+const DEADLINE: Duration = Duration::from_secs(300);
 
 /// Figures of one run.
 #[derive(Debug)]
@@ -32,14 +36,25 @@ pub struct Figures {
     pub reconciles_per_s: f64,
     /// Peak RSS of the cluster-manager process, MiB.
     pub rss_mb: f64,
+    /// `node-subnets` annotation writes per node (changes seen by a node watch).
+    pub writes_per_node: f64,
+    /// Bytes of `node-subnets` values written over all nodes, MiB.
+    pub written_mb: f64,
 }
 
 impl Figures {
     /// The summary line (its last line of output).
     pub fn line(&self) -> String {
         format!(
-            "cm-bench udns={} nodes={} converge_s={:.2} reconciles_per_s={:.0} rss_mb={:.1}",
-            self.udns, self.nodes, self.converge_s, self.reconciles_per_s, self.rss_mb
+            "cm-bench udns={} nodes={} converge_s={:.2} reconciles_per_s={:.0} rss_mb={:.1} \
+             writes_per_node={:.1} written_mb={:.1}",
+            self.udns,
+            self.nodes,
+            self.converge_s,
+            self.reconciles_per_s,
+            self.rss_mb,
+            self.writes_per_node,
+            self.written_mb
         )
     }
 }
@@ -84,12 +99,13 @@ pub fn run(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<Figures> {
             .context("starting udn-cluster-manager")?;
         let pid = manager.id();
         let _manager = ChildGuard(manager);
+        let mut convergence = Convergence::start(&client);
         let start = Instant::now();
         create_objects(&client, udns, nodes).await?;
         if std::env::var_os("UDN_BENCH_PROGRESS").is_some() {
             eprintln!("created in {:.2}s", start.elapsed().as_secs_f64());
         }
-        wait_converged(&client, udns, nodes, start).await?;
+        let writes = convergence.wait(udns, nodes, start, DEADLINE).await?;
         let converge_s = start.elapsed().as_secs_f64();
         let reconciles = reconciles_total(&scrape(admin_port).await?);
         Ok(Figures {
@@ -98,6 +114,8 @@ pub fn run(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<Figures> {
             converge_s,
             reconciles_per_s: reconciles / converge_s,
             rss_mb: peak_rss_mb(pid).unwrap_or(0.0),
+            writes_per_node: writes.patches as f64 / nodes.max(1) as f64,
+            written_mb: writes.bytes as f64 / 1_048_576.0,
         })
     })
 }
@@ -136,86 +154,53 @@ async fn create_objects(client: &Client, udns: usize, nodes: usize) -> anyhow::R
     Ok(())
 }
 
-async fn converged(client: &Client, udns: usize, nodes: usize) -> anyhow::Result<bool> {
-    let nads: Api<NetworkAttachmentDefinition> = Api::all(client.clone());
-    let with_ids = nads
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .filter(|nad| {
-            nad.metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(udn_api::names::ANNOTATION_NETWORK_ID))
-        })
-        .count();
-    if std::env::var_os("UDN_BENCH_PROGRESS").is_some() {
-        eprintln!(
-            "nads listed: {with_ids} at {:?}",
-            std::time::SystemTime::now()
-        );
-    }
-    if with_ids < udns {
-        return Ok(false);
-    }
-    let node_api: Api<Node> = Api::all(client.clone());
-    let node_list = node_api.list(&ListParams::default()).await?;
-    let complete = node_list
-        .items
-        .iter()
-        .filter(|node| {
-            node.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(udn_api::names::ANNOTATION_NODE_SUBNETS))
-                .and_then(|v| udn_api::annotations::parse_node_subnets(v).ok())
-                .is_some_and(|subnets| subnets.len() >= udns)
-        })
-        .count();
-    if std::env::var_os("UDN_BENCH_PROGRESS").is_some() {
-        eprintln!(
-            "progress: nads_with_ids={with_ids} complete_nodes={complete} at {:?}",
-            std::time::SystemTime::now()
-        );
-    }
-    Ok(complete == nodes)
-}
-
-async fn wait_converged(
-    client: &Client,
-    udns: usize,
-    nodes: usize,
-    start: Instant,
-) -> anyhow::Result<()> {
-    let deadline = Duration::from_secs(300);
-    while start.elapsed() < deadline {
-        if converged(client, udns, nodes).await? {
-            return Ok(());
+/// Run each size in turn, print each run's line and record them in `docs/benchmarks.md`.
+pub fn run_and_record(root: &Path, sizes: &[usize], nodes: usize) -> anyhow::Result<()> {
+    let mut runs = Vec::new();
+    for &udns in sizes {
+        let figures = run(root, udns, nodes)?;
+        #[allow(clippy::print_stdout)] // the benchmark's output is its figures
+        {
+            println!("{}", figures.line());
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        runs.push(figures);
     }
-    bail!("not converged after {} s", deadline.as_secs())
-}
-
-/// Run, print and record in `docs/benchmarks.md`.
-pub fn run_and_record(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<()> {
-    let figures = run(root, udns, nodes)?;
+    let list = sizes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows: String = runs
+        .iter()
+        .map(|f| {
+            format!(
+                "| {} | {} | {:.2} | {:.2} | {:.0} | {:.1} | {:.1} | {:.1} |\n",
+                f.udns,
+                f.nodes,
+                f.converge_s,
+                f.converge_s * 1000.0 / f.udns.max(1) as f64,
+                f.reconciles_per_s,
+                f.writes_per_node,
+                f.written_mb,
+                f.rss_mb,
+            )
+        })
+        .collect();
+    let lines: String = runs.iter().map(|f| format!("{}\n", f.line())).collect();
     let body = format!(
-        "`cargo xtask bench cluster-manager --udns {udns} --nodes {nodes}`, measured {date}: the \
-         release `udn-cluster-manager` binary in its own process against `udn-kube-sim serve` \
-         (HTTP on loopback). {udns} namespaces with one Primary Layer3 UDN each \
-         (`10.132.0.0/16`, host subnet /24) and {nodes} nodes are created after the manager \
-         starts; converged = every NAD carries its network ID and every node's \
-         `k8s.ovn.org/node-subnets` has all {udns} networks. Targets: converge_s <= 10, \
-         rss_mb <= 150.\n\n\
-         | UDNs | nodes | converge s | reconciles/s | manager peak RSS MiB |\n\
-         |---|---|---|---|---|\n\
-         | {udns} | {nodes} | {:.2} | {:.0} | {:.1} |\n\n`{}`\n",
-        figures.converge_s,
-        figures.reconciles_per_s,
-        figures.rss_mb,
-        figures.line(),
+        "`cargo xtask bench cluster-manager --udns {list} --nodes {nodes}`, measured {date} \
+         (2 cores, shared): the release `udn-cluster-manager` binary in its own process \
+         against `udn-kube-sim serve` (HTTP on loopback), Dynamic UDN off (every network on \
+         every node), a fresh manager and server per size. N namespaces with one Primary \
+         Layer3 UDN each (`10.132.0.0/16`, host subnet /24) and {nodes} nodes are created after \
+         the manager starts; converged = every NAD carries its network ID and every node's \
+         `k8s.ovn.org/node-subnets` has all N networks and the default one, as watches of NADs \
+         and nodes see them. Writes = changes of a node's `node-subnets` seen by the node \
+         watch; MiB = the bytes of those values, all nodes. Targets: converge_s <= 10 at \
+         1000 UDNs; at 5000 UDNs converge_s <= 60, rss_mb <= 600; time growing linearly.\n\n\
+         | UDNs | nodes | converge s | s per 1000 UDNs | reconciles/s | node-subnets writes per node | MiB written | manager peak RSS MiB |\n\
+         |---|---|---|---|---|---|---|---|\n\
+         {rows}\n```\n{lines}```\n",
         date = jiff::Zoned::now().date(),
     );
     super::record(
@@ -223,10 +208,5 @@ pub fn run_and_record(root: &Path, udns: usize, nodes: usize) -> anyhow::Result<
         "cluster-manager",
         "cluster-manager convergence",
         &body,
-    )?;
-    #[allow(clippy::print_stdout)] // the benchmark's output is its figures
-    {
-        println!("{}", figures.line());
-    }
-    Ok(())
+    )
 }

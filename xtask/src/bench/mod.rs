@@ -2,6 +2,7 @@
 //! `docs/benchmarks.md`. Figures come from these runs, never from timed tests.
 
 pub mod cluster_manager;
+pub mod cluster_manager_watch;
 pub mod cni;
 pub mod cni_clock;
 pub mod cni_figures;
