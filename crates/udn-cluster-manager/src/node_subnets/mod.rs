@@ -9,8 +9,10 @@
 //!   expansion) appends an allocator range and never moves an existing node subnet.
 //! - One reconcile per node computes the node's whole `k8s.ovn.org/node-subnets` annotation
 //!   for every network at once (`state`, `plan`) and writes it with one patch that only
-//!   touches this annotation (guarded by the node's resourceVersion; see `node_patch`). A burst of new networks therefore costs each node one or two patches,
-//!   not one per network.
+//!   touches this annotation (guarded by the node's resourceVersion; see `node_patch`).
+//!   Network changes queue every node in batches on a doubling schedule (`batch`), so a burst
+//!   of new networks costs each node a few patches (logarithmic in the burst's length), not
+//!   one per network or per fixed interval.
 //! - Entries of networks without NADs are removed (upstream `CleanupStaleNetworks`).
 //!   Deleting a node releases its subnets.
 //! - Failures (a full network) are reported as `NetworkAllocationFailed` Warning events and the
