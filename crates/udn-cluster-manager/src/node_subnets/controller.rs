@@ -470,12 +470,14 @@ pub(super) async fn run(
         workers.spawn(node_worker(Arc::clone(&shared)));
     }
     workers.spawn(status_worker(Arc::clone(&shared)));
-    let batcher = tokio::spawn(batch_worker(Arc::clone(&shared)));
+    // In a set of its own: aborted on shutdown, and with the set when this task is aborted.
+    let mut batcher = JoinSet::new();
+    batcher.spawn(batch_worker(Arc::clone(&shared)));
     shutdown.await;
     info!(controller = CONTROLLER, "shutting down");
     shared.node_queue.close();
     shared.status_queue.close();
-    batcher.abort();
+    batcher.shutdown().await;
     while workers.join_next().await.is_some() {}
     pumps.shutdown().await;
     Ok(())
