@@ -14,7 +14,7 @@ use udn_api::names::LABEL_PRIMARY_UDN_NAMESPACE;
 use udn_api::netconf::SubnetEntry;
 use udn_api::render::{NetworkSource, is_primary, network_name, render_nad};
 use udn_api::selector::label_selector;
-use udn_ipam::{HostSubnetAllocator, NetworkIdAllocator, TunnelKeyAllocator, required_tunnel_keys};
+use udn_ipam::{HostSubnetAllocator, NetworkIdLimit, NetworkPools, required_tunnel_keys};
 
 use crate::input::Document;
 use crate::objects::{NamespaceInfo, Object, Validators, decode};
@@ -127,8 +127,8 @@ fn duplicate_message(object: &Object, seen: &mut BTreeSet<(String, String)>) -> 
 /// Allocators and results while rendering networks in order.
 struct RenderState<'c> {
     cluster: &'c ClusterConfig,
-    ids: NetworkIdAllocator,
-    tunnel_keys: TunnelKeyAllocator,
+    /// Network IDs and tunnel keys, sized and laid out as cluster-manager's.
+    pools: NetworkPools,
     /// Namespace -> name of its primary NAD.
     primary_nads: BTreeMap<String, String>,
     /// Layer3 networks in first-seen order with their cluster subnets.
@@ -140,8 +140,9 @@ impl<'c> RenderState<'c> {
     fn new(cluster: &'c ClusterConfig) -> Self {
         Self {
             cluster,
-            ids: NetworkIdAllocator::new(),
-            tunnel_keys: TunnelKeyAllocator::new(),
+            pools: NetworkPools::new(NetworkIdLimit::for_masquerade_subnets(
+                cluster.masquerade_subnets(),
+            )),
             primary_nads: BTreeMap::new(),
             layer3: Vec::new(),
             rendered: Rendered::default(),
@@ -249,7 +250,10 @@ impl<'c> RenderState<'c> {
         source: &NetworkSource<'_>,
         network: &str,
     ) -> Result<BTreeMap<String, String>, String> {
-        let id = self.ids.allocate(network).map_err(|err| err.to_string())?;
+        let id = self
+            .pools
+            .allocate_id(network)
+            .map_err(|err| err.to_string())?;
         let spec = source.spec();
         let count = required_tunnel_keys(
             false,
@@ -257,8 +261,8 @@ impl<'c> RenderState<'c> {
             is_primary(spec),
         );
         let tunnel_keys = self
-            .tunnel_keys
-            .allocate(network, id, count)
+            .pools
+            .allocate_keys(network, id, count)
             .map_err(|err| err.to_string())?;
         self.rendered.network_ids.insert(network.to_owned(), id);
         Ok(NadNetworkAnnotations {

@@ -198,9 +198,11 @@ fn layer2_persistent_ips_need_the_feature_flag() {
             r#"{"allowPersistentIPs":true,"cniVersion":"1.1.0","joinSubnet":"100.65.0.0/16,fd99::/64","name":"cluster_udn_vm-network","netAttachDefName":"vms/vm-network","role":"primary","subnets":"192.168.100.0/24,fd10:100::/64","topology":"layer2","transitSubnet":"100.88.0.0/16,fd97::/64","type":"ovn-k8s-cni-overlay"}"#.to_owned()
         )]
     );
+    // cluster-manager's key layout (docs/cluster-manager.md, "Network ID and tunnel key
+    // pools"): the transit key of ID 1, then the first free key after the transit range.
     assert_eq!(
         doc["nads"][0]["metadata"]["annotations"]["k8s.ovn.org/tunnel-keys"],
-        "[16711684,16715779]"
+        "[16711684,16744450]"
     );
 }
 
