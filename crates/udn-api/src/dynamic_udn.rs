@@ -4,7 +4,11 @@
 //! scheduled pod on it attaches to the network, and for the grace period after the last one
 //! left. Every component reads the same two settings.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+
+use crate::annotations::{parse_node_layer2_tunnel_ids, parse_node_subnets};
+use crate::names::{ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS, ANNOTATION_NODE_SUBNETS};
 
 /// Upstream's default `--udn-deletion-grace-period`.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(120);
@@ -25,6 +29,27 @@ impl Default for DynamicUdn {
             grace_period: DEFAULT_GRACE_PERIOD,
         }
     }
+}
+
+/// The networks a Node carries per-node state of, as cluster-manager writes it: the keys of
+/// its `k8s.ovn.org/node-subnets` (Layer3 host subnets, the default network included) and
+/// `k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids` (primary Layer2) annotations.
+/// An annotation that does not parse contributes nothing.
+pub fn networks_with_node_state(annotations: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let mut networks = BTreeSet::new();
+    if let Some(Ok(subnets)) = annotations
+        .get(ANNOTATION_NODE_SUBNETS)
+        .map(|text| parse_node_subnets(text))
+    {
+        networks.extend(subnets.into_keys());
+    }
+    if let Some(Ok(ids)) = annotations
+        .get(ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
+        .map(|text| parse_node_layer2_tunnel_ids(text))
+    {
+        networks.extend(ids.into_keys());
+    }
+    networks
 }
 
 /// Why a Go duration text does not parse.
@@ -75,6 +100,26 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_state_is_read_from_both_annotations() {
+        let annotations = BTreeMap::from([
+            (
+                ANNOTATION_NODE_SUBNETS.to_owned(),
+                r#"{"default":["10.244.1.0/24"],"blue_net":["10.10.1.0/24"]}"#.to_owned(),
+            ),
+            (
+                ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS.to_owned(),
+                r#"{"l2_net":"5"}"#.to_owned(),
+            ),
+        ]);
+        assert_eq!(
+            networks_with_node_state(&annotations),
+            BTreeSet::from(["blue_net".into(), "default".into(), "l2_net".into()])
+        );
+        let broken = BTreeMap::from([(ANNOTATION_NODE_SUBNETS.to_owned(), "{".to_owned())]);
+        assert!(networks_with_node_state(&broken).is_empty());
+    }
 
     #[test]
     fn go_durations() {

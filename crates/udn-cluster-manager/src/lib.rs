@@ -29,5 +29,6 @@ pub mod network;
 pub mod node_allocation;
 mod node_patch;
 pub mod node_subnets;
+mod owner_condition;
 pub mod run;
 pub mod secondary_services;

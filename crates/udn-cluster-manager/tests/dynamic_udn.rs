@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use support::*;
+use udn_api::crd::UserDefinedNetwork;
 use udn_cluster_manager::context::Context;
 use udn_cluster_manager::metrics::{Metrics, NetworkNameLabels};
 use udn_cluster_manager::run::run_controllers;
@@ -44,6 +45,20 @@ async fn wait_condition(client: &kube::Client, expected: (&str, &str)) {
             })
     })
     .await;
+}
+
+/// `lastTransitionTime` of blue/net's `NodesSelected`.
+async fn transition_time(client: &kube::Client) -> String {
+    let api: Api<UserDefinedNetwork> = Api::namespaced(client.clone(), "blue");
+    let udn = api.get("net").await.unwrap();
+    let condition = udn
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == CONDITION)
+        .unwrap();
+    serde_json::to_string(&condition.last_transition_time).unwrap()
 }
 
 fn rendered(metrics: &Metrics) -> i64 {
@@ -86,6 +101,7 @@ async fn nodes_selected_follows_the_pods_and_the_grace_period() {
     create_pod(&client, "blue", "b", "n2").await;
     wait_condition(&client, ("True", "2 node(s) rendered with network")).await;
     assert_eq!(rendered(&metrics), 2);
+    let became_true = transition_time(&client).await;
     // b leaves: n2 keeps the network for the grace period, then it goes.
     delete_pod(&client, "blue", "b").await;
     let left = std::time::Instant::now();
@@ -96,6 +112,8 @@ async fn nodes_selected_follows_the_pods_and_the_grace_period() {
         left.elapsed()
     );
     assert_eq!(rendered(&metrics), 1);
+    // Still True: the transition time stays (meta.SetStatusCondition).
+    assert_eq!(transition_time(&client).await, became_true);
     shutdown.trigger();
     manager.await.unwrap().unwrap();
 }

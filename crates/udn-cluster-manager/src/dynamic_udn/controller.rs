@@ -10,15 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
-use udn_api::annotations::parse_node_layer2_tunnel_ids;
+use udn_api::dynamic_udn::networks_with_node_state;
 use udn_api::nad::NetworkAttachmentDefinition;
-use udn_api::names::{ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS, ANNOTATION_NODE_SUBNETS};
-use udn_api::netconf::{NetConf, NetInfo};
 
 use super::activity::{NadView, active_nodes, pod_view};
 use super::rendering::{Rendered, Rendering};
@@ -27,6 +26,7 @@ use crate::context::Context;
 use crate::metrics::NetworkNameLabels;
 use crate::node_subnets::networks::{OwnerKey, nad_entry, nad_key_of};
 use crate::node_subnets::watch::pump;
+use crate::owner_condition;
 
 /// Controller name (logs, metrics).
 const CONTROLLER: &str = "dynamic-udn";
@@ -65,14 +65,6 @@ fn nad_views(
         let Ok(Some(entry)) = nad_entry(nad, &ctx.config.cluster) else {
             continue;
         };
-        let primary = nad
-            .spec
-            .config
-            .as_deref()
-            .and_then(|text| NetConf::parse(text, ctx.config.cluster.mtu).ok())
-            .and_then(|conf| NetInfo::from_netconf(&conf, &ctx.config.cluster).ok())
-            .and_then(|info| info.user_defined().map(|u| u.primary))
-            .unwrap_or(false);
         if let Some(owner) = &entry.owner {
             owners
                 .entry(entry.network.clone())
@@ -82,7 +74,7 @@ fn nad_views(
         views.push(NadView {
             key: nad_key_of(nad),
             network: entry.network,
-            primary,
+            primary: entry.primary,
             gated: entry.owner.is_some(),
         });
     }
@@ -98,21 +90,10 @@ fn allocated_pairs(nodes: &Store<Node>, gated: &BTreeSet<String>) -> Vec<(String
         else {
             continue;
         };
-        let mut networks: BTreeSet<String> = BTreeSet::new();
-        if let Some(Ok(map)) = annotations
-            .get(ANNOTATION_NODE_SUBNETS)
-            .map(|text| serde_json::from_str::<BTreeMap<String, serde_json::Value>>(text))
-        {
-            networks.extend(map.into_keys());
-        }
-        if let Some(Ok(ids)) = annotations
-            .get(ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
-            .map(|text| parse_node_layer2_tunnel_ids(text))
-        {
-            networks.extend(ids.into_keys());
-        }
-        for network in networks.into_iter().filter(|n| gated.contains(n)) {
-            pairs.push((network, name.clone()));
+        for network in networks_with_node_state(annotations) {
+            if gated.contains(&network) {
+                pairs.push((network, name.clone()));
+            }
         }
     }
     pairs
@@ -120,8 +101,8 @@ fn allocated_pairs(nodes: &Store<Node>, gated: &BTreeSet<String>) -> Vec<(String
 
 struct Reporter {
     ctx: Context,
-    /// What each owner was last told.
-    told: BTreeMap<OwnerKey, (&'static str, String)>,
+    /// The `NodesSelected` condition each owner carries (read once, then what was written).
+    told: BTreeMap<OwnerKey, Condition>,
     /// Networks with a metric sample.
     sampled: BTreeSet<String>,
 }
@@ -141,21 +122,36 @@ impl Reporter {
             now_sampled.insert(network.clone());
             let (state, message) = status::nodes_selected(count);
             for owner in owner_keys {
-                if self
-                    .told
-                    .get(owner)
-                    .is_some_and(|(s, m)| *s == state && *m == message)
+                let observed = match self.told.get(owner) {
+                    Some(told) => vec![told.clone()],
+                    None => owner_condition::observed(&self.ctx.client, owner).await,
+                };
+                let current = observed.iter().any(|c| {
+                    c.type_ == status::CONDITION_TYPE
+                        && c.status == state
+                        && c.reason == status::REASON
+                        && c.message == message
+                });
+                let condition = owner_condition::condition(
+                    &observed,
+                    status::CONDITION_TYPE,
+                    state,
+                    status::REASON,
+                    &message,
+                );
+                if !current
+                    && let Err(error) = owner_condition::apply(
+                        &self.ctx.client,
+                        owner,
+                        status::FIELD_MANAGER,
+                        &condition,
+                    )
+                    .await
                 {
+                    warn!(controller = CONTROLLER, network = %network, error = %error, "writing NodesSelected failed");
                     continue;
                 }
-                match status::apply(&self.ctx.client, owner, &[], state, &message).await {
-                    Ok(()) => {
-                        self.told.insert(owner.clone(), (state, message.clone()));
-                    }
-                    Err(error) => {
-                        warn!(controller = CONTROLLER, network = %network, error = %error, "writing NodesSelected failed");
-                    }
-                }
+                self.told.insert(owner.clone(), condition);
             }
         }
         for gone in self.sampled.difference(&now_sampled) {

@@ -57,6 +57,8 @@ pub(crate) struct NadEntry {
     /// Upstream runs a network cluster controller (and reports its status) for Layer3,
     /// Layer2 and Localnet with subnets.
     pub(crate) has_cluster_controller: bool,
+    /// A primary network's NAD (its namespace's primary network).
+    pub(crate) primary: bool,
     pub(crate) owner: Option<NadOwner>,
 }
 
@@ -123,6 +125,7 @@ pub(crate) fn nad_entry(
             Vec::new()
         },
         has_cluster_controller,
+        primary: info.primary,
         owner: nad_owner(nad),
     }))
 }

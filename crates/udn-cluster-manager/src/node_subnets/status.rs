@@ -5,13 +5,11 @@
 //! condition with upstream's field manager.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::events::{Event, EventType, Recorder};
-use serde_json::json;
-use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 
-use super::networks::{OwnerKey, OwnerKind};
+use super::networks::OwnerKey;
+use crate::owner_condition;
 
 /// Field manager of the condition (upstream's network cluster controller).
 pub const FIELD_MANAGER: &str = "NetworkClusterController";
@@ -65,26 +63,6 @@ pub(crate) fn is_current(observed: &[Condition], desired: &DesiredCondition) -> 
     })
 }
 
-/// The condition to write: the transition time stays when the status does not change
-/// (`meta.SetStatusCondition` semantics).
-fn condition(observed: &[Condition], desired: &DesiredCondition) -> Condition {
-    let last_transition_time = observed
-        .iter()
-        .find(|c| c.type_ == CONDITION_TYPE && c.status == desired.status)
-        .map_or_else(
-            || Time(k8s_openapi::jiff::Timestamp::now()),
-            |c| c.last_transition_time.clone(),
-        );
-    Condition {
-        type_: CONDITION_TYPE.to_owned(),
-        status: desired.status.to_owned(),
-        reason: desired.reason.to_owned(),
-        message: desired.message.clone(),
-        last_transition_time,
-        observed_generation: None,
-    }
-}
-
 /// Applies the condition to the owner's status (server-side apply, forced, field manager
 /// [`FIELD_MANAGER`]). A missing owner is not an error.
 pub(crate) async fn apply_condition(
@@ -93,33 +71,14 @@ pub(crate) async fn apply_condition(
     observed: &[Condition],
     desired: &DesiredCondition,
 ) -> Result<(), kube::Error> {
-    let condition = condition(observed, desired);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut body = json!({
-        "apiVersion": "k8s.ovn.org/v1",
-        "kind": owner.kind.kind(),
-        "metadata": {"name": owner.name},
-        "status": {"conditions": [condition]},
-    });
-    let result = match (owner.kind, owner.namespace.as_deref()) {
-        (OwnerKind::Udn, Some(namespace)) => {
-            body["metadata"]["namespace"] = json!(namespace);
-            let api: Api<UserDefinedNetwork> = Api::namespaced(client.clone(), namespace);
-            api.patch_status(&owner.name, &params, &Patch::Apply(&body))
-                .await
-                .map(drop)
-        }
-        _ => {
-            let api: Api<ClusterUserDefinedNetwork> = Api::all(client.clone());
-            api.patch_status(&owner.name, &params, &Patch::Apply(&body))
-                .await
-                .map(drop)
-        }
-    };
-    match result {
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-        other => other,
-    }
+    let condition = owner_condition::condition(
+        observed,
+        CONDITION_TYPE,
+        desired.status,
+        desired.reason,
+        &desired.message,
+    );
+    owner_condition::apply(client, owner, FIELD_MANAGER, &condition).await
 }
 
 /// The object reference events are published on.
@@ -185,11 +144,23 @@ mod tests {
     #[test]
     fn transition_time_kept_while_status_is_unchanged() {
         let desired = allocation_condition(Some("a"));
-        let old = condition(&[], &desired);
+        let old = owner_condition::condition(
+            &[],
+            CONDITION_TYPE,
+            desired.status,
+            desired.reason,
+            &desired.message,
+        );
         assert!(is_current(std::slice::from_ref(&old), &desired));
         let moved = allocation_condition(Some("b"));
         assert!(!is_current(std::slice::from_ref(&old), &moved));
-        let next = condition(std::slice::from_ref(&old), &moved);
+        let next = owner_condition::condition(
+            std::slice::from_ref(&old),
+            CONDITION_TYPE,
+            moved.status,
+            moved.reason,
+            &moved.message,
+        );
         assert_eq!(next.last_transition_time, old.last_transition_time);
     }
 }

@@ -3,7 +3,7 @@
 //! Service and protocol in the network's `clusterLBGroup`, and per-node ones attached to the
 //! node's switch and gateway router directly.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnetwork::IpNetwork;
@@ -225,9 +225,8 @@ pub fn network_lbs(
         }
     }
     let mut lbs = Vec::new();
-    let mut seen = BTreeSet::new();
     for service in services {
-        if service.cluster_ips.is_empty() || !seen.insert(service.key()) {
+        if service.cluster_ips.is_empty() {
             continue;
         }
         let slices = by_service

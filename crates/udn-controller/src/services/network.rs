@@ -14,8 +14,7 @@ use crate::model::{GatewayConfigMode, Network, Node, Topology};
 /// Upstream's service hairpin masquerade IPs: the 5th address of each masquerade subnet
 /// (`169.254.0.5 fd69::5` with the default subnets), as `options:hairpin_snat_ip`.
 pub fn hairpin_snat_ip(cluster: &ClusterConfig) -> String {
-    let v4 = Ipv4Addr::from(u32::from(cluster.masquerade_subnet_v4.network()).wrapping_add(5));
-    let v6 = Ipv6Addr::from(u128::from(cluster.masquerade_subnet_v6.network()).wrapping_add(5));
+    let (v4, v6) = masquerade_ip(cluster, 5);
     format!("{v4} {v6}")
 }
 

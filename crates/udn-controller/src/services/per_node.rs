@@ -55,22 +55,18 @@ fn node_rules(
     let mut router = Vec::new();
     let mut no_snat = Vec::new();
     for config in configs {
-        let local = || {
+        // The node's own endpoints, when a Local traffic policy needs them.
+        let local = (config.external_traffic_local || config.internal_traffic_local).then(|| {
             eligible(
                 slices,
                 &config.port_name,
                 &config.protocol,
                 Some(&node.name),
             )
-        };
-        let switch_local: Vec<Target> =
-            if config.external_traffic_local || config.internal_traffic_local {
-                local()
-            } else {
-                config.cluster_targets.clone()
-            };
+        });
+        let switch_local: &[Target] = local.as_deref().unwrap_or(&config.cluster_targets);
         let mut router_targets: Vec<Target> = if config.external_traffic_local {
-            local()
+            switch_local.to_vec()
         } else {
             config.cluster_targets.clone()
         };
@@ -97,11 +93,11 @@ fn node_rules(
             if config.external_traffic_local && config.has_node_port {
                 switch.push((
                     join_host_port(etp_masquerade(ctx, v6), config.inport),
-                    of_family(&switch_local, v6),
+                    of_family(switch_local, v6),
                 ));
             }
             if config.internal_traffic_local && ctx.is_cluster_ip(vip) {
-                switch.push((source.clone(), of_family(&switch_local, v6)));
+                switch.push((source.clone(), of_family(switch_local, v6)));
             } else {
                 switch.push((source.clone(), of_family(&config.cluster_targets, v6)));
             }

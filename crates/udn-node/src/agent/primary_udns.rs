@@ -45,28 +45,15 @@ pub fn primary_udns(stores: &Stores, config: &Config) -> Vec<PrimaryUdn> {
     out
 }
 
-/// The networks with per-node state on this node: the keys of its `k8s.ovn.org/node-subnets`
-/// and `k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids` annotations.
+/// The networks with per-node state on this node (its Node's annotations).
 fn rendered_here(stores: &Stores) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for node in stores.node.state() {
-        let Some(annotations) = &node.metadata.annotations else {
-            continue;
-        };
-        if let Some(Ok(subnets)) = annotations
-            .get(udn_api::names::ANNOTATION_NODE_SUBNETS)
-            .map(|text| serde_json::from_str::<BTreeMap<String, serde_json::Value>>(text))
-        {
-            out.extend(subnets.into_keys());
-        }
-        if let Some(Ok(ids)) = annotations
-            .get(udn_api::names::ANNOTATION_NODE_LAYER2_GATEWAY_ROUTER_TUNNEL_IDS)
-            .map(|text| udn_api::annotations::parse_node_layer2_tunnel_ids(text))
-        {
-            out.extend(ids.into_keys());
-        }
-    }
-    out
+    stores
+        .node
+        .state()
+        .iter()
+        .filter_map(|node| node.metadata.annotations.as_ref())
+        .flat_map(udn_api::dynamic_udn::networks_with_node_state)
+        .collect()
 }
 
 /// The primary network of a namespace that has a primary-UDN NAD.
