@@ -19,4 +19,4 @@ mod sandbox;
 
 pub use pods::{PodSpec, network_status_ips, pod_ready, restarts};
 pub use reach::{HTTP_PORT, PodRef, UDP_PORT, all, hostname_url, url};
-pub use sandbox::{Sandbox, Scenario, WAIT, build_binaries, run_suite};
+pub use sandbox::{Sandbox, Scenario, WAIT, build_binaries, run_suite, run_suite_with};

@@ -52,6 +52,11 @@ impl Sandbox {
     /// `udnctl sandbox up --nodes <nodes>` in `/tmp/udn-e2e-<name>` (a fixed directory, so
     /// the leftovers of a killed run are cleaned up by the next `up`).
     pub fn up(name: &str, nodes: usize) -> Self {
+        Self::up_with(name, nodes, &[])
+    }
+
+    /// [`Sandbox::up`] with more `udnctl sandbox up` flags (e.g. Dynamic UDN's).
+    pub fn up_with(name: &str, nodes: usize, up_flags: &[&str]) -> Self {
         let bin_dir = build_binaries();
         let udnctl = bin_dir.join("udnctl");
         let dir = std::env::temp_dir().join(format!("udn-e2e-{name}"));
@@ -62,6 +67,7 @@ impl Sandbox {
             .arg(&dir)
             .arg("--bin-dir")
             .arg(&bin_dir)
+            .args(up_flags)
             .output()
             .expect("running udnctl sandbox up");
         assert!(
@@ -366,6 +372,17 @@ pub fn run_suite(
     setup: fn(&Sandbox) -> Result<(), String>,
     scenarios: &[Scenario],
 ) -> std::process::ExitCode {
+    run_suite_with(name, nodes, &[], setup, scenarios)
+}
+
+/// [`run_suite`] on a sandbox brought up with more `udnctl sandbox up` flags.
+pub fn run_suite_with(
+    name: &str,
+    nodes: usize,
+    up_flags: &[&str],
+    setup: fn(&Sandbox) -> Result<(), String>,
+    scenarios: &[Scenario],
+) -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
     // Listing the tests must not start anything.
     if args.list {
@@ -375,7 +392,7 @@ pub fn run_suite(
             .collect();
         return libtest_mimic::run(&args, trials).exit_code();
     }
-    let sandbox = std::sync::Arc::new(Sandbox::up(name, nodes));
+    let sandbox = std::sync::Arc::new(Sandbox::up_with(name, nodes, up_flags));
     let setup = std::sync::Arc::new(setup(&sandbox));
     let trials = scenarios
         .iter()

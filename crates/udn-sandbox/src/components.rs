@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use udn_api::dynamic_udn::DynamicUdn;
+
 /// The cluster flags every component gets (upstream's kind defaults).
 pub const CLUSTER_FLAGS: [&str; 6] = [
     "--cluster-subnets",
@@ -25,6 +27,18 @@ pub const COMMON_FLAGS: [&str; 5] = [
     "127.0.0.1:0",
     "--leader-elect=false",
 ];
+
+/// The Dynamic UDN flags (upstream's names) for `settings`; none when it is off.
+pub fn dynamic_udn_flags(settings: &DynamicUdn) -> Vec<String> {
+    if !settings.enabled {
+        return Vec::new();
+    }
+    vec![
+        "--enable-dynamic-udn-allocation".to_owned(),
+        "--udn-deletion-grace-period".to_owned(),
+        format!("{}ms", settings.grace_period.as_millis()),
+    ]
+}
 
 /// What one zone's components are told about it.
 #[derive(Debug, Clone)]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
+use udn_api::dynamic_udn::DynamicUdn;
 use udn_ovn_lab::{Lab, LabConfig};
 
 use crate::binaries::Binaries;
@@ -46,6 +47,9 @@ pub struct UpOptions {
     pub log_filter: String,
     /// Install missing Debian packages (otherwise their absence is an error).
     pub install_packages: bool,
+    /// Dynamic UDN (`--enable-dynamic-udn-allocation`, `--udn-deletion-grace-period`), given
+    /// to cluster-manager, every udn-controller and every node agent alike.
+    pub dynamic_udn: DynamicUdn,
 }
 
 /// What `up` did.
@@ -169,7 +173,8 @@ impl Bringup<'_> {
         runtime.block_on(self.wait_nodes_registered())?;
         let kubeconfig = self.layout.kubeconfig();
         let binaries = &self.options.binaries;
-        let manager = components::cluster_manager(&binaries.cluster_manager, &kubeconfig);
+        let mut manager = components::cluster_manager(&binaries.cluster_manager, &kubeconfig);
+        manager.args(components::dynamic_udn_flags(&self.options.dynamic_udn));
         self.spawn("udn-cluster-manager", manager)?;
         let mut endpoints = Command::new(&self.options.binaries.udnctl);
         endpoints
@@ -376,8 +381,10 @@ impl Bringup<'_> {
         let zone = self.zone(index);
         let paths = self.layout.node(&zone.node);
         let binaries = self.options.binaries.clone();
-        let controller =
+        let dynamic_udn = components::dynamic_udn_flags(&self.options.dynamic_udn);
+        let mut controller =
             components::controller(&binaries.controller, &zone, &self.layout.kubeconfig());
+        controller.args(&dynamic_udn);
         self.spawn(&format!("udn-controller {}", zone.node), controller)?;
         let kubelet_cgroup = crate::cgroup::kubelet_cgroup(&self.cgroup_root()?);
         let settings = AgentSettings {
@@ -388,7 +395,8 @@ impl Bringup<'_> {
             log_filter: self.options.log_filter.clone(),
             kubelet_cgroup_path: Some(crate::cgroup::nft_path(&kubelet_cgroup)),
         };
-        let agent = components::agent(&binaries.agent, &zone, &settings);
+        let mut agent = components::agent(&binaries.agent, &zone, &settings);
+        agent.args(&dynamic_udn);
         self.spawn(&format!("udn-node {}", zone.node), agent)?;
         Ok(())
     }

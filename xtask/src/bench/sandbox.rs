@@ -131,6 +131,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<Figures> {
         binaries: binaries(root)?,
         log_filter: "info".to_owned(),
         install_packages: true,
+        dynamic_udn: udn_api::dynamic_udn::DynamicUdn::default(),
     };
     let started = Instant::now();
     udn_sandbox::up::up(&up).context("bringing the sandbox up")?;

@@ -130,6 +130,7 @@ fn up(args: &UpArgs) -> anyhow::Result<ExitCode> {
         binaries: Binaries::in_dir(&bin_dir)?,
         log_filter: args.log_filter.clone(),
         install_packages: !args.no_install,
+        dynamic_udn: args.dynamic_udn.settings(),
     };
     let outcome = udn_sandbox::up::up(&options).context("bringing the sandbox up")?;
     let layout = Layout::new(&args.dir.dir);

@@ -81,6 +81,9 @@ pub(crate) struct UpArgs {
     /// Fail instead of installing missing Debian packages.
     #[arg(long)]
     pub(crate) no_install: bool,
+    /// Dynamic UDN, given to every udn component.
+    #[command(flatten)]
+    pub(crate) dynamic_udn: udn_api::dynamic_udn_args::DynamicUdnArgs,
 }
 
 /// `udnctl sandbox exec`.
