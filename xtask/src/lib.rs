@@ -121,6 +121,25 @@ pub enum BenchTarget {
         #[arg(long, default_value_t = 100)]
         updates: usize,
     },
+    /// The control plane at scale with Dynamic UDN on (release udn-kube-sim and
+    /// udn-cluster-manager: N primary UDNs, M nodes, pods of at most A networks per node) and
+    /// node1's real zone (release udn-controller) run default and upstream-shaped: converge
+    /// time and RSS, time to flows installed, lflows / OpenFlow flows / RSS per network and
+    /// their ratios, a new network's first pod to Ready.
+    Scale {
+        /// Primary Layer3 UDNs, one namespace each.
+        #[arg(long, default_value_t = 10_000)]
+        networks: usize,
+        /// Nodes: node1 is the real zone's, the others API objects and remote nodes.
+        #[arg(long, default_value_t = 100)]
+        nodes: usize,
+        /// The most networks a node hosts pods of (node1 hosts that many).
+        #[arg(long, default_value_t = 200)]
+        active_per_node: usize,
+        /// The longest any phase may take, seconds.
+        #[arg(long, default_value_t = 900)]
+        timeout_s: u64,
+    },
     /// The Northbound reconcile engine: N Layer3 UDNs x M nodes written through the engine
     /// vs raw `transact` requests on a private ovsdb-server, re-apply, replica memory.
     Nb {
@@ -215,6 +234,21 @@ impl Cli {
                 };
                 bench::controller::run_and_record(&root, &options)
             }
+            Command::Bench {
+                target:
+                    BenchTarget::Scale {
+                        networks,
+                        nodes,
+                        active_per_node,
+                        timeout_s,
+                    },
+            } => bench::scale::run_and_record(
+                &root,
+                &bench::scale::Options {
+                    plan: bench::scale_objects::Plan::new(networks, nodes, active_per_node)?,
+                    deadline: std::time::Duration::from_secs(timeout_s),
+                },
+            ),
             Command::Bench {
                 target:
                     BenchTarget::Nb {

@@ -150,6 +150,47 @@ pub fn remote_host(local: &NodeHost, k: usize) -> anyhow::Result<NodeHost> {
     })
 }
 
+/// The annotations the node agent writes on `host`'s Node: chassis ID, shared-gateway
+/// `l3-gateway-config`, encap IP, host CIDRs.
+pub fn agent_annotations(host: &NodeHost) -> anyhow::Result<BTreeMap<&'static str, String>> {
+    let cidr = IpNetwork::V4(host.cidr);
+    let mac: MacAddress = host
+        .mac
+        .parse()
+        .map_err(|e| anyhow!("node {}: {e}", host.name))?;
+    let gateway = L3GatewayConfig {
+        mode: L3GatewayMode::Shared,
+        bridge_id: "breth0".to_owned(),
+        interface_id: format!("breth0_{}", host.name),
+        mac_address: Some(mac),
+        ip_addresses: vec![cidr],
+        next_hops: vec![IpAddr::V4(host.next_hop)],
+        node_port_enable: true,
+        vlan_id: Some(0),
+        ..L3GatewayConfig::default()
+    };
+    let annotation_error = |what: &str, e: udn_api::annotations::AnnotationError| {
+        anyhow!("node {}: {what}: {e}", host.name)
+    };
+    Ok(BTreeMap::from([
+        (ANNOTATION_NODE_CHASSIS_ID, host.chassis.clone()),
+        (
+            ANNOTATION_L3_GATEWAY_CONFIG,
+            format_l3_gateway_config(&gateway)
+                .map_err(|e| annotation_error("l3-gateway-config", e))?,
+        ),
+        (
+            ANNOTATION_NODE_ENCAP_IPS,
+            format_node_encap_ips(&[IpAddr::V4(host.cidr.ip())])
+                .map_err(|e| annotation_error("node-encap-ips", e))?,
+        ),
+        (
+            ANNOTATION_HOST_CIDRS,
+            format_host_cidrs(&[cidr]).map_err(|e| annotation_error("host-cidrs", e))?,
+        ),
+    ]))
+}
+
 /// The node object of node `k` (0-based; node ID `k + 2`, as upstream hands out IDs from 2)
 /// with the annotations of both writers; `networks` are the UDN network names.
 pub fn node_object(
@@ -184,26 +225,11 @@ pub fn node_object(
     for network in networks {
         subnets.insert(network.clone(), vec![udn_subnet]);
     }
-    let cidr = IpNetwork::V4(host.cidr);
-    let mac: MacAddress = host
-        .mac
-        .parse()
-        .map_err(|e| anyhow!("node {}: {e}", host.name))?;
-    let gateway = L3GatewayConfig {
-        mode: L3GatewayMode::Shared,
-        bridge_id: "breth0".to_owned(),
-        interface_id: format!("breth0_{}", host.name),
-        mac_address: Some(mac),
-        ip_addresses: vec![cidr],
-        next_hops: vec![IpAddr::V4(host.next_hop)],
-        node_port_enable: true,
-        vlan_id: Some(0),
-        ..L3GatewayConfig::default()
-    };
     let annotation_error = |what: &str, e: udn_api::annotations::AnnotationError| {
         anyhow!("node {}: {what}: {e}", host.name)
     };
-    let annotations = BTreeMap::from([
+    let mut annotations = agent_annotations(host)?;
+    annotations.extend([
         (ANNOTATION_NODE_ID, format_node_id(id)),
         (
             ANNOTATION_NODE_TRANSIT_SWITCH_PORT_IFADDR,
@@ -214,21 +240,6 @@ pub fn node_object(
             format_node_subnets(&subnets)
                 .map_err(|e| annotation_error("node-subnets", e))?
                 .unwrap_or_default(),
-        ),
-        (ANNOTATION_NODE_CHASSIS_ID, host.chassis.clone()),
-        (
-            ANNOTATION_L3_GATEWAY_CONFIG,
-            format_l3_gateway_config(&gateway)
-                .map_err(|e| annotation_error("l3-gateway-config", e))?,
-        ),
-        (
-            ANNOTATION_NODE_ENCAP_IPS,
-            format_node_encap_ips(&[IpAddr::V4(host.cidr.ip())])
-                .map_err(|e| annotation_error("node-encap-ips", e))?,
-        ),
-        (
-            ANNOTATION_HOST_CIDRS,
-            format_host_cidrs(&[cidr]).map_err(|e| annotation_error("host-cidrs", e))?,
         ),
     ]);
     Ok(serde_json::from_value(json!({
@@ -309,7 +320,8 @@ impl Shape {
     }
 }
 
-async fn create_all<K>(api_of: impl Fn(&K) -> Api<K>, objects: Vec<K>) -> anyhow::Result<()>
+/// Creates `objects`, [`CONCURRENCY`] at a time, each through the API `api_of` gives.
+pub async fn create_all<K>(api_of: impl Fn(&K) -> Api<K>, objects: Vec<K>) -> anyhow::Result<()>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone

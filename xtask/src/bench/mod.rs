@@ -27,6 +27,12 @@ pub mod process;
 mod report;
 mod rss;
 pub mod sandbox;
+pub mod scale;
+pub mod scale_cm;
+pub mod scale_objects;
+pub mod scale_pod;
+pub mod scale_report;
+pub mod scale_zone;
 pub mod services;
 pub mod sim_server;
 

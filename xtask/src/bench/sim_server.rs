@@ -2,6 +2,7 @@
 //! kubeconfig for the binaries under test, a client for the bench, udn's CRDs installed.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -18,6 +19,8 @@ use super::process::ChildGuard;
 pub struct SimServer {
     /// The kubeconfig it wrote.
     pub kubeconfig: PathBuf,
+    /// The address it listens on.
+    pub address: SocketAddr,
     _child: ChildGuard,
 }
 
@@ -39,12 +42,16 @@ impl SimServer {
         BufReader::new(stdout)
             .read_line(&mut line)
             .context("reading the sim's address")?;
-        anyhow::ensure!(
-            line.starts_with("listening on "),
-            "unexpected sim output: {line}"
-        );
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .map(|a| a.trim_start_matches("http://"))
+            .with_context(|| format!("unexpected sim output: {line}"))?
+            .parse()
+            .with_context(|| format!("the sim's address in {line:?}"))?;
         Ok(Self {
             kubeconfig,
+            address,
             _child: guard,
         })
     }
