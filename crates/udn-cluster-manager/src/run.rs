@@ -34,19 +34,20 @@ pub async fn run_controllers(ctx: Context, shutdown: Shutdown) -> Result<(), Run
         let shutdown = shutdown.clone();
         async move { shutdown.wait().await }.boxed().shared()
     };
+    // The rendered nodes of UDN/CUDN networks (every node unless Dynamic UDN is on), followed
+    // by the per-node allocations of gated networks. Without segmentation there are none.
+    let (scope, scope_rx) = crate::dynamic_udn::scope_channel(&ctx);
     let node_ids = crate::node_allocation::run(ctx.clone(), stop.clone())
         .map(|r| r.map_err(|e| RunError::NodeAllocation(Box::new(e))));
-    let nodes = crate::node_subnets::run(ctx.clone(), stop.clone())
+    let nodes = crate::node_subnets::run_in_scope(ctx.clone(), scope_rx.clone(), stop.clone())
         .map(|r| r.map_err(|e| RunError::NodeSubnets(Box::new(e))));
     let result = if ctx.config.segmentation {
-        // The rendered nodes of UDN/CUDN networks (every node unless Dynamic UDN is on).
-        let (scope, _scope_rx) = crate::dynamic_udn::scope_channel(&ctx);
         let dynamic =
             crate::dynamic_udn::run(ctx.clone(), scope, stop.clone()).map(Ok::<(), RunError>);
         let network = crate::network::run(ctx.clone(), stop.clone())
             .boxed()
             .map(|r| r.map_err(|e| RunError::Network(Box::new(e))));
-        let pods = crate::layer2_ipam::run(ctx.clone(), stop.clone())
+        let pods = crate::layer2_ipam::run_in_scope(ctx.clone(), scope_rx, stop.clone())
             .map(|r| r.map_err(|e| RunError::Layer2Ipam(Box::new(e))));
         let mirror =
             crate::endpointslice_mirror::run(ctx.clone(), stop.clone()).map(Ok::<(), RunError>);

@@ -21,6 +21,7 @@ use udn_api::nad::NetworkAttachmentDefinition;
 
 use super::activity::{NadView, active_nodes, pod_view};
 use super::rendering::{Rendered, Rendering};
+use super::scope::NodeScope;
 use super::status;
 use crate::context::Context;
 use crate::metrics::NetworkNameLabels;
@@ -32,27 +33,6 @@ use crate::owner_condition;
 const CONTROLLER: &str = "dynamic-udn";
 /// Changes arriving within this interval are taken together.
 const SETTLE: Duration = Duration::from_millis(50);
-
-/// Which nodes carry the per-node state of UDN/CUDN networks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum NodeScope {
-    /// Dynamic UDN is off: every node.
-    All,
-    /// The rendered nodes of every gated network (a gated network not listed has none).
-    Only(Arc<Rendered>),
-}
-
-/// The scope channel: `None` until Dynamic UDN has read the cluster once (the allocating
-/// controllers neither allocate nor release gated networks' node state meanwhile).
-pub(crate) fn scope_channel(
-    ctx: &Context,
-) -> (
-    watch::Sender<Option<NodeScope>>,
-    watch::Receiver<Option<NodeScope>>,
-) {
-    let initial = (!ctx.config.dynamic_udn.enabled).then_some(NodeScope::All);
-    watch::channel(initial)
-}
 
 /// The NAD views and the owners of the gated networks.
 fn nad_views(

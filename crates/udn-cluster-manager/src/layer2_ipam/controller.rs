@@ -25,6 +25,7 @@ use super::networks::{Layer2Index, layer2_nad};
 use super::state::{ClaimView, IpamState, Layer2Topology, PodSnapshot};
 use super::{CONTROLLER, Layer2IpamError, node_reconcile, reconcile};
 use crate::context::Context;
+use crate::dynamic_udn::scope::{CurrentScope, Rescope, ScopeReceiver};
 use crate::metrics::NetworkLabels;
 use crate::node_subnets::networks::nad_key_of;
 use crate::node_subnets::queue::{Failures, WorkQueue};
@@ -201,7 +202,10 @@ impl Shared {
             for name in networks {
                 let nad_keys: BTreeSet<String> =
                     index.nads_of(name).into_iter().map(str::to_owned).collect();
-                if state.sync_network(name, index.network(name), &nad_keys, &pods, &claims) {
+                let synced =
+                    state.sync_network(name, index.network(name), &nad_keys, &pods, &claims);
+                let gating = state.set_gated(name, index.is_gated(name));
+                if synced || gating {
                     changed.push(name.clone());
                 }
             }
@@ -331,15 +335,35 @@ impl Shared {
         }
     }
 
+    /// Follows a new Dynamic UDN scope: queues the nodes it moved.
+    fn rescope(&self, scope: CurrentScope) {
+        let change = lock(&self.inner).state.set_scope(scope);
+        match change {
+            Rescope::Everything => {
+                let nodes = self.nodes.state();
+                let names = nodes.iter().filter_map(|node| node.metadata.name.clone());
+                self.queue.add_all(names.map(Key::Node));
+            }
+            Rescope::Pairs(pairs) => {
+                if !pairs.is_empty() {
+                    debug!(nodes = pairs.len(), "Dynamic UDN scope moved nodes");
+                }
+                self.queue.add_all(pairs.into_keys().map(Key::Node));
+            }
+        }
+    }
+
     /// Decides the Layer2 topology from the nodes, records their tunnel ID annotations (so
-    /// new pools restore them before the pods'), then builds every pool.
-    fn start(&self) {
+    /// new pools restore them before the pods'), then builds every pool; the node plans
+    /// follow the Dynamic UDN scope as it is now.
+    fn start(&self, scope: CurrentScope) {
         let nodes = self.nodes.state();
         let topology =
             Layer2Topology::of_nodes(nodes.iter().map(|n| n.metadata.annotations.as_ref()));
         {
             let mut inner = lock(&self.inner);
             inner.state.set_topology(topology);
+            inner.state.set_scope(scope);
             for node in &nodes {
                 if let Some(name) = node.metadata.name.as_deref() {
                     inner.state.observe_node(name, node_tunnels_text(node));
@@ -351,6 +375,14 @@ impl Shared {
         self.sync_networks(&names);
         info!(networks = names.len(), topology = ?topology, "layer2-ipam pools restored");
         self.queue.add_all(self.all_keys());
+    }
+}
+
+/// Follows the Dynamic UDN scope until its sender is gone; runs until aborted.
+async fn scope_worker(shared: Arc<Shared>, mut scope: ScopeReceiver) {
+    while scope.changed().await.is_ok() {
+        let current = CurrentScope(scope.borrow_and_update().clone());
+        shared.rescope(current);
     }
 }
 
@@ -403,6 +435,7 @@ async fn worker(shared: Arc<Shared>) {
 
 pub(super) async fn run(
     ctx: Context,
+    mut scope: ScopeReceiver,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Layer2IpamError> {
     let client = ctx.client.clone();
@@ -473,15 +506,19 @@ pub(super) async fn run(
         () = &mut shutdown => return Ok(()),
         result = ready => result.map_err(|resource| Layer2IpamError::WatchNotReady { resource })?,
     }
-    shared.start();
+    shared.start(CurrentScope(scope.borrow_and_update().clone()));
 
     let mut workers = JoinSet::new();
     for _ in 0..WORKERS {
         workers.spawn(worker(Arc::clone(&shared)));
     }
+    // In a set of its own: aborted on shutdown, and with the set when this task is aborted.
+    let mut follower = JoinSet::new();
+    follower.spawn(scope_worker(Arc::clone(&shared), scope));
     shutdown.await;
     info!(controller = CONTROLLER, "shutting down");
     shared.queue.close();
+    follower.shutdown().await;
     while workers.join_next().await.is_some() {}
     pumps.shutdown().await;
     Ok(())

@@ -21,6 +21,9 @@
 //!   one ID from that network's pod tunnel ID pool (owner `<network>_<node>`), released with
 //!   the node or the network. With the transit router (every zone says it runs it) nothing is
 //!   allocated and pods start at tunnel ID 10. Entries of other networks are removed in both.
+//!   With Dynamic UDN, a network whose NADs a UDN/CUDN owns has an entry only on the nodes
+//!   that render it (`dynamic_udn::scope`); a node that stops rendering it loses the entry
+//!   and the ID goes back to the pool once the annotation without it is written.
 //! - At start every pool is restored from the nodes' tunnel IDs, the claims and the pods'
 //!   annotations before anything is allocated, so no IP or tunnel ID is handed out twice
 //!   across restarts.
@@ -38,6 +41,7 @@ pub(crate) mod state;
 use std::future::Future;
 
 use crate::context::Context;
+use crate::dynamic_udn::scope::{ScopeReceiver, every_node};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "layer2-ipam";
@@ -151,11 +155,22 @@ impl Layer2IpamError {
     }
 }
 
-/// Runs the Layer2 pod IPAM controller until `shutdown` completes. Pools are restored from
-/// the existing claims and pod annotations before the first reconcile.
+/// Runs the Layer2 pod IPAM controller until `shutdown` completes, every node carrying every
+/// network (as with Dynamic UDN off). Pools are restored from the existing claims and pod
+/// annotations before the first reconcile.
 pub async fn run(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Layer2IpamError> {
-    controller::run(ctx, shutdown).await
+    controller::run(ctx, every_node(), shutdown).await
+}
+
+/// [`run`], with the gated networks' gateway router tunnel IDs on the nodes Dynamic UDN's
+/// `scope` names.
+pub(crate) async fn run_in_scope(
+    ctx: Context,
+    scope: ScopeReceiver,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Layer2IpamError> {
+    controller::run(ctx, scope, shutdown).await
 }

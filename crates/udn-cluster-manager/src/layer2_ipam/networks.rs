@@ -9,13 +9,15 @@ use udn_api::crd::NetworkTopology;
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::netconf::{NetConf, NetConfParseError, NetInfo, UserDefinedNetInfo};
 
-use crate::node_subnets::networks::nad_key_of;
+use crate::node_subnets::networks::{nad_key_of, nad_owner};
 
 /// One NAD of a pod-allocated network.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Layer2Nad {
     pub(crate) namespace: String,
     pub(crate) info: UserDefinedNetInfo,
+    /// A UDN/CUDN owns it (controller reference): Dynamic UDN gates its network.
+    pub(crate) owned: bool,
 }
 
 /// Why a NAD was not indexed (logged; the NAD then counts as absent).
@@ -68,6 +70,7 @@ pub(crate) fn layer2_nad(
     Ok(allocated_here.then(|| Layer2Nad {
         namespace: nad.metadata.namespace.clone().unwrap_or_default(),
         info: info.clone(),
+        owned: nad_owner(nad).is_some(),
     }))
 }
 
@@ -122,6 +125,17 @@ impl Layer2Index {
             .values()
             .map(|nad| nad.info.name.clone())
             .collect()
+    }
+
+    /// Whether Dynamic UDN gates the network: it has NADs and a UDN/CUDN owns each (a plain
+    /// NAD puts the network on every node).
+    pub(crate) fn is_gated(&self, name: &str) -> bool {
+        let mut nads = self
+            .nads
+            .values()
+            .filter(|nad| nad.info.name == name)
+            .peekable();
+        nads.peek().is_some() && nads.all(|nad| nad.owned)
     }
 
     /// The NAD keys of a network.
@@ -192,6 +206,31 @@ mod tests {
         assert!(layer2_nad(&ln, &cluster).unwrap().is_some());
         assert!(layer2_nad(&ln_bare, &cluster).unwrap().is_none());
         assert!(layer2_nad(&l2_bare, &cluster).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_network_is_gated_when_a_udn_or_cudn_owns_every_nad() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let cluster = ClusterConfig::default();
+        let config = conf("cluster_udn_c", "layer2", "primary", "10.0.0.0/24");
+        let mut owned = nad("a", "c", &config);
+        owned.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "k8s.ovn.org/v1".into(),
+            kind: "ClusterUserDefinedNetwork".into(),
+            name: "c".into(),
+            uid: "u1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        let mut index = Layer2Index::default();
+        assert!(!index.is_gated("cluster_udn_c"));
+        index.apply("a/c", layer2_nad(&owned, &cluster).unwrap());
+        assert!(index.is_gated("cluster_udn_c"));
+        index.apply(
+            "b/c",
+            layer2_nad(&nad("b", "c", &config), &cluster).unwrap(),
+        );
+        assert!(!index.is_gated("cluster_udn_c"));
     }
 
     #[test]

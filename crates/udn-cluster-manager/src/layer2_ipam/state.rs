@@ -19,6 +19,7 @@ use udn_ipam::{PodIpAllocator, PodIpConfig, PodTunnelIdAllocator};
 
 use super::attachments::Attachment;
 use super::plan::{AttachmentContext, plan_attachment};
+use crate::dynamic_udn::scope::CurrentScope;
 
 mod node_tunnels;
 
@@ -44,6 +45,9 @@ pub(crate) struct Pools {
     pub(crate) info: UserDefinedNetInfo,
     pub(crate) ips: Option<PodIpAllocator>,
     pub(crate) tunnels: Option<PodTunnelIdAllocator>,
+    /// A UDN/CUDN owns every NAD: Dynamic UDN decides which nodes get a gateway router
+    /// tunnel ID.
+    pub(crate) gated: bool,
 }
 
 /// What one pod attachment holds.
@@ -133,6 +137,8 @@ pub(crate) struct IpamState {
     topology: Layer2Topology,
     /// The nodes' gateway router tunnel ID annotations.
     nodes: BTreeMap<String, KnownNode>,
+    /// The Dynamic UDN scope the node plans follow.
+    scope: CurrentScope,
 }
 
 fn pool_config(info: &UserDefinedNetInfo) -> PodIpConfig {
@@ -186,6 +192,7 @@ impl IpamState {
                 info: info.clone(),
                 ips,
                 tunnels,
+                gated: false,
             },
         );
         self.restore_node_tunnels(name);

@@ -11,7 +11,11 @@
 //! sixteenth of the current wait, at least [`MIN_WAIT`]) is written at once, so the last
 //! networks of a burst are not held for the whole wait. A change after a quiet spell as long
 //! as the last wait starts a new burst and is queued right away.
+//!
+//! Dynamic UDN scope changes ride the same schedule, but a batch of them queues only the
+//! nodes they moved ([`PendingNodes`]); a network change in the batch queues every node.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -115,9 +119,67 @@ impl BatchSchedule {
     }
 }
 
+/// The nodes the next batch queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Batch {
+    /// Every node (a network changed).
+    Every,
+    /// These nodes (a scope change moved them).
+    Nodes(BTreeSet<String>),
+}
+
+/// The nodes waiting for the next batch.
+#[derive(Debug, Default)]
+pub(crate) struct PendingNodes {
+    every: bool,
+    nodes: BTreeSet<String>,
+}
+
+impl PendingNodes {
+    /// A network changed: every node.
+    pub(crate) fn every(&mut self) {
+        self.every = true;
+        self.nodes.clear();
+    }
+
+    /// A scope change moved `nodes`.
+    pub(crate) fn add(&mut self, nodes: impl IntoIterator<Item = String>) {
+        if !self.every {
+            self.nodes.extend(nodes);
+        }
+    }
+
+    /// The batch to queue now; nothing is pending afterwards.
+    pub(crate) fn take(&mut self) -> Batch {
+        let nodes = std::mem::take(&mut self.nodes);
+        if std::mem::take(&mut self.every) {
+            Batch::Every
+        } else {
+            Batch::Nodes(nodes)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_queues_the_moved_nodes_unless_a_network_changed() {
+        let mut pending = PendingNodes::default();
+        assert_eq!(pending.take(), Batch::Nodes(BTreeSet::new()));
+        pending.add(["a".to_owned(), "b".to_owned()]);
+        pending.add(["a".to_owned()]);
+        assert_eq!(
+            pending.take(),
+            Batch::Nodes(BTreeSet::from(["a".to_owned(), "b".to_owned()]))
+        );
+        pending.add(["a".to_owned()]);
+        pending.every();
+        pending.add(["c".to_owned()]);
+        assert_eq!(pending.take(), Batch::Every);
+        assert_eq!(pending.take(), Batch::Nodes(BTreeSet::new()));
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

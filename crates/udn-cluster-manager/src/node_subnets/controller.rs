@@ -19,7 +19,7 @@ use udn_api::crd::{ClusterUserDefinedNetwork, UserDefinedNetwork};
 use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::{ANNOTATION_NODE_SUBNETS, DEFAULT_NETWORK_NAME};
 
-use super::batch::{BatchSchedule, BatchStep};
+use super::batch::{Batch, BatchSchedule, BatchStep, PendingNodes};
 use super::networks::{
     IndexChange, Layer3Network, NadIndex, OwnerKey, OwnerKind, nad_entry, nad_key_of,
 };
@@ -28,6 +28,7 @@ use super::state::{NetworkSync, SubnetState};
 use super::watch::pump;
 use super::{CONTROLLER, NodeSubnetsError, reconcile};
 use crate::context::Context;
+use crate::dynamic_udn::scope::{CurrentScope, Rescope, ScopeReceiver};
 use crate::metrics::NetworkLabels;
 
 /// Metrics name of the status reconciles.
@@ -35,16 +36,30 @@ const STATUS_CONTROLLER: &str = "node-subnets-status";
 /// Concurrent node reconciles (allocation is serialized; the patches overlap).
 const NODE_WORKERS: usize = 4;
 
-/// Network changes waiting to queue every node, on the schedule of [`BatchSchedule`].
+/// Network changes waiting to queue every node and scope changes waiting to queue the nodes
+/// they moved, on the schedule of [`BatchSchedule`].
 #[derive(Debug, Default)]
 pub(super) struct Batches {
     schedule: Mutex<BatchSchedule>,
     notify: Notify,
+    /// Written before the schedule hears of the change, so a batch never misses it.
+    pending: Mutex<PendingNodes>,
 }
 
 impl Batches {
     /// A network changed: every node needs another look, in the next batch.
     fn changed(&self) {
+        lock(&self.pending).every();
+        self.schedule_batch();
+    }
+
+    /// A scope change moved `nodes`: they need another look, in the next batch.
+    fn moved(&self, nodes: impl IntoIterator<Item = String>) {
+        lock(&self.pending).add(nodes);
+        self.schedule_batch();
+    }
+
+    fn schedule_batch(&self) {
         lock(&self.schedule).changed(tokio::time::Instant::now());
         self.notify.notify_one();
     }
@@ -227,11 +242,26 @@ impl Shared {
         }
     }
 
-    /// Loads the known annotations and the networks, restoring every allocator.
-    fn start(&self) {
+    /// Follows a new Dynamic UDN scope: the nodes it moved are queued with the next batch.
+    fn rescope(&self, scope: CurrentScope) {
+        let change = lock(&self.inner).state.set_scope(scope);
+        match change {
+            Rescope::Everything => self.batches.changed(),
+            Rescope::Pairs(pairs) if pairs.is_empty() => {}
+            Rescope::Pairs(pairs) => {
+                debug!(nodes = pairs.len(), "Dynamic UDN scope moved nodes");
+                self.batches.moved(pairs.into_keys());
+            }
+        }
+    }
+
+    /// Loads the known annotations and the networks, restoring every allocator, with the
+    /// Dynamic UDN scope as it is now.
+    fn start(&self, scope: CurrentScope) {
         let nodes = self.nodes.state();
         {
             let mut inner = lock(&self.inner);
+            inner.state.set_scope(scope);
             for node in &nodes {
                 if let Some(name) = node.metadata.name.as_deref() {
                     inner.state.observe_text(name, annotation_text(node));
@@ -291,12 +321,18 @@ async fn node_worker(shared: Arc<Shared>) {
     }
 }
 
-/// Queues every node when the batch schedule says so; runs until aborted.
+/// Queues the pending nodes when the batch schedule says so; runs until aborted.
 async fn batch_worker(shared: Arc<Shared>) {
     loop {
         let step = lock(&shared.batches.schedule).step(tokio::time::Instant::now());
         match step {
-            BatchStep::Release => shared.node_queue.add_all(shared.all_node_names()),
+            BatchStep::Release => {
+                let batch = lock(&shared.batches.pending).take();
+                match batch {
+                    Batch::Every => shared.node_queue.add_all(shared.all_node_names()),
+                    Batch::Nodes(nodes) => shared.node_queue.add_all(nodes),
+                }
+            }
             BatchStep::WaitUntil(at) => {
                 tokio::select! {
                     () = tokio::time::sleep_until(at) => {}
@@ -305,6 +341,14 @@ async fn batch_worker(shared: Arc<Shared>) {
             }
             BatchStep::Idle => shared.batches.notify.notified().await,
         }
+    }
+}
+
+/// Follows the Dynamic UDN scope until its sender is gone; runs until aborted.
+async fn scope_worker(shared: Arc<Shared>, mut scope: ScopeReceiver) {
+    while scope.changed().await.is_ok() {
+        let current = CurrentScope(scope.borrow_and_update().clone());
+        shared.rescope(current);
     }
 }
 
@@ -391,6 +435,7 @@ fn spawn_network_pumps(
 
 pub(super) async fn run(
     ctx: Context,
+    mut scope: ScopeReceiver,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), NodeSubnetsError> {
     let client = ctx.client.clone();
@@ -463,16 +508,17 @@ pub(super) async fn run(
         () = &mut shutdown => return Ok(()),
         result = ready => result.map_err(|resource| NodeSubnetsError::WatchNotReady { resource })?,
     }
-    shared.start();
+    shared.start(CurrentScope(scope.borrow_and_update().clone()));
 
     let mut workers = JoinSet::new();
     for _ in 0..NODE_WORKERS {
         workers.spawn(node_worker(Arc::clone(&shared)));
     }
     workers.spawn(status_worker(Arc::clone(&shared)));
-    // In a set of its own: aborted on shutdown, and with the set when this task is aborted.
+    // In a set of their own: aborted on shutdown, and with the set when this task is aborted.
     let mut batcher = JoinSet::new();
     batcher.spawn(batch_worker(Arc::clone(&shared)));
+    batcher.spawn(scope_worker(Arc::clone(&shared), scope));
     shutdown.await;
     info!(controller = CONTROLLER, "shutting down");
     shared.node_queue.close();

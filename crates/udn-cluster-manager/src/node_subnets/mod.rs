@@ -13,6 +13,11 @@
 //!   Network changes queue every node in batches on a doubling schedule (`batch`), so a burst
 //!   of new networks costs each node a few patches (logarithmic in the burst's length), not
 //!   one per network or per fixed interval.
+//! - Dynamic UDN (`--enable-dynamic-udn-allocation`): a network whose NADs a UDN/CUDN owns
+//!   gets a subnet only on the nodes that render it (`dynamic_udn::scope`); a node that stops
+//!   rendering it loses the entry, and the subnet goes back to the allocator once the
+//!   annotation without it is written. Until Dynamic UDN has read the cluster, such entries
+//!   are left as they are. Scope changes queue only the nodes they moved, in the batches.
 //! - Entries of networks without NADs are removed (upstream `CleanupStaleNetworks`).
 //!   Deleting a node releases its subnets.
 //! - Failures (a full network) are reported as `NetworkAllocationFailed` Warning events and the
@@ -35,6 +40,7 @@ pub(crate) mod watch;
 use std::future::Future;
 
 use crate::context::Context;
+use crate::dynamic_udn::scope::{ScopeReceiver, every_node};
 
 pub use plan::NodeNetworkError;
 
@@ -117,11 +123,21 @@ impl NodeSubnetsError {
     }
 }
 
-/// Runs the node-subnets controller until `shutdown` completes. Allocators are restored from
-/// the existing node annotations before the first reconcile.
+/// Runs the node-subnets controller until `shutdown` completes, every node carrying every
+/// network (as with Dynamic UDN off). Allocators are restored from the existing node
+/// annotations before the first reconcile.
 pub async fn run(
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), NodeSubnetsError> {
-    controller::run(ctx, shutdown).await
+    controller::run(ctx, every_node(), shutdown).await
+}
+
+/// [`run`], with the gated networks on the nodes Dynamic UDN's `scope` names.
+pub(crate) async fn run_in_scope(
+    ctx: Context,
+    scope: ScopeReceiver,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), NodeSubnetsError> {
+    controller::run(ctx, scope, shutdown).await
 }

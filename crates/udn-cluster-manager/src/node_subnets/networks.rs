@@ -130,7 +130,9 @@ pub(crate) fn nad_entry(
     }))
 }
 
-fn nad_owner(nad: &NetworkAttachmentDefinition) -> Option<NadOwner> {
+/// The UDN/CUDN named by the NAD's controller ownerReference (its network is then gated by
+/// Dynamic UDN).
+pub(crate) fn nad_owner(nad: &NetworkAttachmentDefinition) -> Option<NadOwner> {
     let reference = nad
         .metadata
         .owner_references
@@ -162,6 +164,9 @@ pub(crate) struct Layer3Network {
     pub(crate) ranges: Vec<SubnetEntry>,
     pub(crate) ipv4: bool,
     pub(crate) ipv6: bool,
+    /// Every NAD of the network is owned by a UDN/CUDN: with Dynamic UDN, only the nodes
+    /// that render it get a subnet (a plain NAD puts the network on every node).
+    pub(crate) gated: bool,
 }
 
 impl Layer3Network {
@@ -215,8 +220,17 @@ pub(crate) struct NadIndex {
     by_owner: BTreeMap<OwnerKey, BTreeSet<String>>,
 }
 
-fn merge_ranges(network: &mut Layer3Network, entry: &NadEntry) {
+/// A network as its first NAD makes it, before merging.
+fn first_entry() -> Layer3Network {
+    Layer3Network {
+        gated: true,
+        ..Layer3Network::default()
+    }
+}
+
+fn merge_entry(network: &mut Layer3Network, entry: &NadEntry) {
     network.add_ranges(&entry.ranges);
+    network.gated &= entry.owner.is_some();
 }
 
 impl NadIndex {
@@ -289,13 +303,16 @@ impl NadIndex {
     }
 
     /// Every Layer3 network with its merged ranges: the ranges of its NADs in NAD-key order,
-    /// each range once (append-only expansion makes this the newest NAD's list).
+    /// each range once (append-only expansion makes this the newest NAD's list); gated when
+    /// a UDN/CUDN owns each of its NADs.
     pub(crate) fn layer3_networks(&self) -> BTreeMap<String, Layer3Network> {
         let mut networks: BTreeMap<String, Layer3Network> = BTreeMap::new();
         for entry in self.nads.values() {
             if entry.topology == NetworkTopology::Layer3 {
-                let network = networks.entry(entry.network.clone()).or_default();
-                merge_ranges(network, entry);
+                let network = networks
+                    .entry(entry.network.clone())
+                    .or_insert_with(first_entry);
+                merge_entry(network, entry);
             }
         }
         networks
@@ -306,7 +323,7 @@ impl NadIndex {
         let mut found = None;
         for entry in self.network_entries(name) {
             if entry.topology == NetworkTopology::Layer3 {
-                merge_ranges(found.get_or_insert_with(Layer3Network::default), entry);
+                merge_entry(found.get_or_insert_with(first_entry), entry);
             }
         }
         found
@@ -479,6 +496,7 @@ mod tests {
             index.layer3_network("cluster_udn_net").as_ref(),
             networks.get("cluster_udn_net")
         );
+        assert!(networks["cluster_udn_net"].gated);
         let key = OwnerKey {
             kind: OwnerKind::Cudn,
             namespace: None,
@@ -495,6 +513,31 @@ mod tests {
         assert!(!index.apply("b/net", None).is_empty());
         assert!(index.layer3_networks().is_empty());
         assert!(index.layer3_network("cluster_udn_net").is_none());
+    }
+
+    #[test]
+    fn a_network_is_gated_only_when_a_udn_or_cudn_owns_every_nad() {
+        let cluster = ClusterConfig::default();
+        let mut index = NadIndex::default();
+        let owned = nad(
+            "a",
+            "net",
+            &l3("cluster_udn_net", "10.1.0.0/16/24"),
+            Some(("ClusterUserDefinedNetwork", "net")),
+        );
+        let plain = nad("b", "net", &l3("cluster_udn_net", "10.1.0.0/16/24"), None);
+        index.apply("a/net", nad_entry(&owned, &cluster).unwrap());
+        assert_eq!(
+            index.layer3_network("cluster_udn_net").map(|n| n.gated),
+            Some(true)
+        );
+        index.apply("b/net", nad_entry(&plain, &cluster).unwrap());
+        assert_eq!(
+            index.layer3_network("cluster_udn_net").map(|n| n.gated),
+            Some(false)
+        );
+        assert!(!index.layer3_networks()["cluster_udn_net"].gated);
+        assert!(!Layer3Network::default_network(&cluster).gated);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub(super) async fn reconcile_node(shared: &Shared, name: &str) -> Result<bool, 
         let writing = lock(&shared.inner).state.writing(name, plan, value.clone());
         match patch_node(&api, name, resource_version, value.as_deref()).await {
             Ok(_) => {
+                let released = lock(&shared.inner).state.written(name, writing);
+                shared.update_gauges(&released);
                 info!(node = %name, allocated, "node-subnets annotation written");
                 return Ok(failing);
             }

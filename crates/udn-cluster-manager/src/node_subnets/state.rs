@@ -8,6 +8,13 @@
 //! generation, and a node whose annotation is still the one its last plan left complete only
 //! looks again at the networks changed since that plan (and the ones it failed in). A node
 //! with nothing new costs a string comparison, not a pass over every network.
+//!
+//! Dynamic UDN: a gated network's entry is planned by the [`CurrentScope`] (allocated where
+//! the node renders the network, removed elsewhere, left alone before the first scope). A
+//! scope change marks only the (node, network) pairs it moved (`rescope`), so a node looks
+//! again at those networks only. A removed entry's subnets go back to the allocator once the
+//! annotation without them is written, so no other node gets them while this one still shows
+//! them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +26,9 @@ use udn_ipam::HostSubnetAllocator;
 
 use super::networks::Layer3Network;
 use super::plan::{ensure_node_network, rollback};
+use crate::dynamic_udn::scope::{CurrentScope, NodeNetwork};
+
+mod rescope;
 
 #[derive(Debug, Clone)]
 struct NetworkSubnets {
@@ -26,8 +36,10 @@ struct NetworkSubnets {
     ipv4: bool,
     ipv6: bool,
     allocator: HostSubnetAllocator,
-    /// State generation of the allocator's last change (created, rebuilt or grown).
+    /// State generation of the allocator's last change (created, rebuilt, grown or gated).
     generation: u64,
+    /// Dynamic UDN decides which nodes get a subnet (see [`Layer3Network::gated`]).
+    gated: bool,
 }
 
 /// Node errors of one network and the node the condition names (upstream keeps naming the
@@ -92,6 +104,9 @@ pub(crate) struct NodePlan {
     pub(crate) errors: BTreeMap<String, String>,
     /// The state generation the plan was computed at.
     pub(crate) generation: u64,
+    /// Subnets of networks the node no longer carries (Dynamic UDN), released once the
+    /// annotation without them is written.
+    pub(crate) released: Vec<(String, IpNetwork)>,
 }
 
 /// A node annotation write in flight: what the state knew before, and what the plan
@@ -100,6 +115,8 @@ pub(crate) struct NodePlan {
 pub(crate) struct Writing {
     previous: Option<KnownNode>,
     allocated: Vec<(String, IpNetwork)>,
+    released: Vec<(String, IpNetwork)>,
+    generation: u64,
 }
 
 /// A change of one network's per-node error state.
@@ -118,12 +135,17 @@ pub(crate) struct SubnetState {
     networks: BTreeMap<String, NetworkSubnets>,
     known: BTreeMap<String, KnownNode>,
     errors: BTreeMap<String, NetworkErrors>,
-    /// Bumped by every network change.
+    /// Bumped by every network change and every scope change that moves a node.
     generation: u64,
-    /// Generation of the last network removal (older plans start over).
-    removed_at: u64,
+    /// Generation of the last change every older plan starts over from (a network removal,
+    /// the first Dynamic UDN scope).
+    restart_at: u64,
     /// Network name by the generation of its last change.
     changed_at: BTreeMap<u64, String>,
+    /// The Dynamic UDN scope the plans follow.
+    scope: CurrentScope,
+    /// Node -> gated network -> generation of the last scope change that moved the pair.
+    rescoped: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 fn build_allocator(name: &str, network: &Layer3Network) -> HostSubnetAllocator {
@@ -147,18 +169,49 @@ fn parse_annotation(node: &str, text: Option<&str>) -> NodeSubnets {
     }
 }
 
-/// Plans one network for the node into `plan`: the entry `ensure_node_network` settles on,
-/// or on failure the current entry and the error.
+/// Plans one network for the node into `plan`: for a node that carries the network the
+/// entry `ensure_node_network` settles on (on failure the current entry and the error); for
+/// one that does not, no entry (its subnets are released after the write); before the first
+/// scope, the current entry.
 fn plan_network(
     plan: &mut NodePlan,
     name: &str,
     network: &mut NetworkSubnets,
     node: &str,
     existing: &NodeSubnets,
+    scope: &CurrentScope,
 ) {
     let current = existing.get(name).map(Vec::as_slice).unwrap_or_default();
+    let entry = match scope.decide(network.gated, name, node) {
+        NodeNetwork::Allocate => allocate_network(plan, name, network, node, current),
+        NodeNetwork::Keep => current.to_vec(),
+        NodeNetwork::Release => {
+            let held = network.allocator.subnets_of(node);
+            if !held.is_empty() {
+                plan.touched.insert(name.to_owned());
+            }
+            plan.released
+                .extend(held.into_iter().map(|s| (name.to_owned(), s)));
+            Vec::new()
+        }
+    };
+    if entry.is_empty() {
+        plan.desired.remove(name);
+    } else {
+        plan.desired.insert(name.to_owned(), entry);
+    }
+}
+
+/// The entry of a node that carries the network.
+fn allocate_network(
+    plan: &mut NodePlan,
+    name: &str,
+    network: &mut NetworkSubnets,
+    node: &str,
+    current: &[IpNetwork],
+) -> Vec<IpNetwork> {
     let families = (network.ipv4, network.ipv6);
-    let entry = match ensure_node_network(&mut network.allocator, name, families, node, current) {
+    match ensure_node_network(&mut network.allocator, name, families, node, current) {
         Ok(outcome) => {
             if !outcome.allocated.is_empty() || !outcome.released.is_empty() {
                 plan.touched.insert(name.to_owned());
@@ -171,11 +224,6 @@ fn plan_network(
             plan.errors.insert(name.to_owned(), error.to_string());
             current.to_vec()
         }
-    };
-    if entry.is_empty() {
-        plan.desired.remove(name);
-    } else {
-        plan.desired.insert(name.to_owned(), entry);
     }
 }
 
@@ -220,7 +268,7 @@ impl SubnetState {
             if let Some(removed) = self.networks.remove(name) {
                 self.changed_at.remove(&removed.generation);
                 self.generation = self.generation.saturating_add(1);
-                self.removed_at = self.generation;
+                self.restart_at = self.generation;
                 self.errors.remove(name);
                 info!(network = %name, "network gone: released its node subnets");
                 sync.removed.push(name.to_owned());
@@ -228,7 +276,18 @@ impl SubnetState {
             return;
         };
         match self.networks.get_mut(name) {
-            Some(current) if current.ranges == network.ranges => {}
+            Some(current) if current.ranges == network.ranges && current.gated == network.gated => {
+            }
+            Some(current) if current.ranges == network.ranges => {
+                current.gated = network.gated;
+                let previous = current.generation;
+                let generation = self.bump(name, Some(previous));
+                if let Some(current) = self.networks.get_mut(name) {
+                    current.generation = generation;
+                }
+                info!(network = %name, gated = network.gated, "network gating changed");
+                sync.changed.push(name.to_owned());
+            }
             Some(current) if network.ranges.starts_with(&current.ranges) => {
                 for range in network.ranges.iter().skip(current.ranges.len()) {
                     match current
@@ -244,6 +303,7 @@ impl SubnetState {
                 current.ranges.clone_from(&network.ranges);
                 current.ipv4 = network.ipv4;
                 current.ipv6 = network.ipv6;
+                current.gated = network.gated;
                 let previous = current.generation;
                 let generation = self.bump(name, Some(previous));
                 if let Some(current) = self.networks.get_mut(name) {
@@ -280,6 +340,7 @@ impl SubnetState {
             ipv6: network.ipv6,
             allocator,
             generation: 0,
+            gated: network.gated,
         }
     }
 
@@ -335,7 +396,7 @@ impl SubnetState {
             ..NodePlan::default()
         };
         for (name, network) in &mut self.networks {
-            plan_network(&mut plan, name, network, node, existing);
+            plan_network(&mut plan, name, network, node, existing, &self.scope);
         }
         plan.write = plan.desired != *existing;
         plan
@@ -352,7 +413,7 @@ impl SubnetState {
         let since = known
             .planned
             .as_ref()
-            .filter(|planned| planned.generation >= self.removed_at);
+            .filter(|planned| planned.generation >= self.restart_at);
         let plan = match since {
             Some(planned) => {
                 let mut dirty: BTreeSet<String> = self
@@ -361,6 +422,7 @@ impl SubnetState {
                     .map(|(_, name)| name.clone())
                     .collect();
                 dirty.extend(planned.failing.iter().cloned());
+                dirty.extend(self.rescoped_since(node, planned.generation));
                 if dirty.is_empty() {
                     self.known.insert(node.to_owned(), known);
                     return None;
@@ -374,6 +436,9 @@ impl SubnetState {
                 generation: plan.generation,
                 failing: plan.errors.keys().cloned().collect(),
             });
+            // Nothing to write: subnets of networks the node left go back now.
+            self.release_left(node, &plan.released);
+            self.rescope_done(node, plan.generation);
         }
         self.known.insert(node.to_owned(), known);
         Some(plan)
@@ -393,7 +458,7 @@ impl SubnetState {
         };
         for name in names {
             if let Some(network) = self.networks.get_mut(name) {
-                plan_network(&mut plan, name, network, node, existing);
+                plan_network(&mut plan, name, network, node, existing, &self.scope);
             }
         }
         plan.write = plan.desired != *existing;
@@ -424,7 +489,16 @@ impl SubnetState {
         Writing {
             previous: self.known.insert(node.to_owned(), known),
             allocated: plan.allocated,
+            released: plan.released,
+            generation: plan.generation,
         }
+    }
+
+    /// The write begun by [`writing`](Self::writing) succeeded: the subnets of networks the
+    /// node left are free now. Returns the networks whose allocator changed.
+    pub(crate) fn written(&mut self, node: &str, writing: Writing) -> BTreeSet<String> {
+        self.rescope_done(node, writing.generation);
+        self.release_left(node, &writing.released)
     }
 
     /// The write begun by [`writing`](Self::writing) failed: the node's annotation is what
@@ -453,6 +527,7 @@ impl SubnetState {
     /// networks whose allocator changed and the error changes.
     pub(crate) fn forget_node(&mut self, node: &str) -> (BTreeSet<String>, Vec<ErrorChange>) {
         self.known.remove(node);
+        self.rescoped.remove(node);
         let mut touched = BTreeSet::new();
         for (name, network) in &mut self.networks {
             let released = network.allocator.release_owner(node);

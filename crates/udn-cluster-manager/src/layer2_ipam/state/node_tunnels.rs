@@ -12,10 +12,14 @@
 //! allocated, existing entries of live networks are kept and the platform tunnel IDs 1..9 are
 //! reserved; in both topologies entries of networks that are not primary Layer2 networks are
 //! removed (upstream `CleanupStaleNetworks`, `Cleanup`).
+//!
+//! Dynamic UDN: a gated network's entry follows the scope (allocated where the node renders
+//! the network, removed elsewhere, left alone before the first scope); a removed entry's ID
+//! goes back to the pool once the annotation without it is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tracing::warn;
+use tracing::{info, warn};
 use udn_api::annotations::{
     AnnotationError, NodeLayer2TunnelIds, format_node_layer2_tunnel_ids,
     parse_node_layer2_tunnel_ids,
@@ -24,6 +28,7 @@ use udn_api::crd::NetworkTopology;
 use udn_api::names::{ANNOTATION_LAYER2_TOPOLOGY_VERSION, LAYER2_TRANSIT_ROUTER_TOPOLOGY_VERSION};
 
 use super::{IpamState, Pools};
+use crate::dynamic_udn::scope::{CurrentScope, NodeNetwork, Rescope, rescoped};
 
 /// The Layer2 topology of primary Layer2 networks (upstream `config.Layer2UsesTransitRouter`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,6 +90,9 @@ pub(crate) struct NodeTunnelPlan {
     pub(crate) allocated: Vec<(String, String)>,
     /// Networks that could not give the node an ID, with the reason.
     pub(crate) errors: Vec<String>,
+    /// `(network, owner)` of IDs of networks the node left (Dynamic UDN), released once
+    /// `value` is written.
+    pub(crate) released: Vec<(String, String)>,
 }
 
 fn is_primary_layer2(pools: &Pools) -> bool {
@@ -128,6 +136,42 @@ impl IpamState {
         self.nodes
             .get(node)
             .is_some_and(|known| known.planned && known.text.as_deref() == text)
+    }
+
+    /// Sets whether Dynamic UDN gates network `name`; whether that changed.
+    pub(crate) fn set_gated(&mut self, name: &str, gated: bool) -> bool {
+        match self.networks.get_mut(name) {
+            Some(pools) if pools.gated != gated => {
+                pools.gated = gated;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Follows the Dynamic UDN scope from now on. Returns the nodes to look at again:
+    /// every node, or those a gated primary Layer2 network moved on or off.
+    pub(crate) fn set_scope(&mut self, scope: CurrentScope) -> Rescope {
+        let change = rescoped(&self.scope, &scope);
+        self.scope = scope;
+        let is_gated = |name: &String| {
+            self.networks
+                .get(name)
+                .is_some_and(|pools| pools.gated && is_primary_layer2(pools))
+        };
+        match change {
+            Rescope::Everything if !self.networks.keys().any(is_gated) => {
+                Rescope::Pairs(BTreeMap::new())
+            }
+            Rescope::Everything => Rescope::Everything,
+            Rescope::Pairs(mut pairs) => {
+                for networks in pairs.values_mut() {
+                    networks.retain(is_gated);
+                }
+                pairs.retain(|_, networks| !networks.is_empty());
+                Rescope::Pairs(pairs)
+            }
+        }
     }
 
     /// Nodes the state knows of.
@@ -215,24 +259,57 @@ impl IpamState {
                 continue;
             }
             let annotated = existing.get(network).copied();
-            if let Some(id) =
-                Self::plan_node_network(pools, topology, network, node, annotated, &mut plan)
-            {
+            let id = match self.scope.decide(pools.gated, network, node) {
+                NodeNetwork::Allocate => {
+                    Self::plan_node_network(pools, topology, network, node, annotated, &mut plan)
+                }
+                NodeNetwork::Keep => annotated,
+                NodeNetwork::Release => {
+                    let owner = node_tunnel_owner(network, node);
+                    if pools
+                        .tunnels
+                        .as_ref()
+                        .and_then(|t| t.id_of(&owner))
+                        .is_some()
+                    {
+                        plan.released.push((network.clone(), owner));
+                    }
+                    None
+                }
+            };
+            if let Some(id) = id {
                 desired.insert(network.clone(), id);
             }
         }
         plan.write = desired != existing;
         plan.value = format_node_layer2_tunnel_ids(&desired)?;
-        if !plan.write
-            && let Some(known) = self.nodes.get_mut(node)
-        {
-            known.planned = plan.errors.is_empty();
+        if !plan.write {
+            // Nothing to write: IDs of networks the node left go back now.
+            self.release_left(&plan.released);
+            if let Some(known) = self.nodes.get_mut(node) {
+                known.planned = plan.errors.is_empty();
+            }
         }
         Ok(plan)
     }
 
-    /// The plan's value was written.
+    /// Releases the IDs of networks a node left.
+    fn release_left(&mut self, released: &[(String, String)]) {
+        for (network, owner) in released {
+            if let Some(tunnels) = self
+                .networks
+                .get_mut(network)
+                .and_then(|p| p.tunnels.as_mut())
+                && let Some(id) = tunnels.release(owner)
+            {
+                info!(network = %network, owner = %owner, id, "node left the network: released its tunnel ID");
+            }
+        }
+    }
+
+    /// The plan's value was written (IDs of networks the node left are free now).
     pub(crate) fn node_written(&mut self, node: &str, plan: &NodeTunnelPlan) {
+        self.release_left(&plan.released);
         let known = KnownNode {
             ids: parse_known(node, plan.value.as_deref()),
             text: plan.value.clone(),

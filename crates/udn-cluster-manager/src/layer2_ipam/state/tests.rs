@@ -534,6 +534,48 @@ mod node_tunnels {
     }
 
     #[test]
+    fn gated_networks_follow_the_dynamic_udn_scope() {
+        use crate::dynamic_udn::scope::{CurrentScope, NodeScope, Rescope};
+        let only = |nodes: &[&str]| {
+            let rendered = BTreeMap::from([(
+                "ns_net".to_owned(),
+                nodes.iter().map(|n| (*n).to_owned()).collect(),
+            )]);
+            CurrentScope(Some(NodeScope::Only(std::sync::Arc::new(rendered))))
+        };
+        let mut state = legacy_state(&[("b", r#"{"ns_net":"4"}"#)]);
+        assert!(state.set_gated("ns_net", true));
+        assert!(!state.set_gated("ns_net", true));
+        // Before the first scope: entries stay as they are.
+        state.set_scope(CurrentScope(None));
+        let a = state.plan_node("a", None).unwrap();
+        assert!(!a.write && a.value.is_none());
+        let b = state.plan_node("b", Some(r#"{"ns_net":"4"}"#)).unwrap();
+        assert!(!b.write);
+        // a renders the network, b does not: b's ID goes back once its annotation is written.
+        assert_eq!(state.set_scope(only(&["a"])), Rescope::Everything);
+        let a = state.plan_node("a", None).unwrap();
+        assert_eq!(a.value.as_deref(), Some(r#"{"ns_net":"1"}"#));
+        state.node_written("a", &a);
+        let b = state.plan_node("b", Some(r#"{"ns_net":"4"}"#)).unwrap();
+        assert!(b.write && b.value.is_none());
+        assert_eq!(state.node_tunnel_id("ns_net", "b"), Some(4));
+        state.node_written("b", &b);
+        assert_eq!(state.node_tunnel_id("ns_net", "b"), None);
+        // b comes back: only b moved.
+        let change = state.set_scope(only(&["a", "b"]));
+        let moved = BTreeMap::from([("b".to_owned(), BTreeSet::from(["ns_net".to_owned()]))]);
+        assert_eq!(change, Rescope::Pairs(moved));
+        let b = state.plan_node("b", None).unwrap();
+        assert!(b.write && b.value.is_some());
+        // A network that is not gated is on every node whatever the scope.
+        assert!(state.set_gated("ns_net", false));
+        state.set_scope(only(&[]));
+        let c = state.plan_node("c", None).unwrap();
+        assert!(c.write && c.value.is_some());
+    }
+
+    #[test]
     fn transit_router_topology_allocates_nothing_and_keeps_live_entries() {
         let mut state = IpamState::default();
         state.observe_node("a", Some(r#"{"gone":"4","ns_net":"7"}"#));

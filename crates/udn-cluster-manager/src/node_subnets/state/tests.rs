@@ -1,6 +1,7 @@
 //! Tests of the node-subnets state: full and incremental plans, restore, expansion, errors.
 
 use super::*;
+use crate::dynamic_udn::scope::Rescope;
 
 fn net(text: &str) -> IpNetwork {
     text.parse().unwrap()
@@ -12,6 +13,7 @@ fn layer3(ranges: &[&str]) -> Layer3Network {
         ipv4: ranges.iter().any(|r| r.cidr.is_ipv4()),
         ipv6: ranges.iter().any(|r| r.cidr.is_ipv6()),
         ranges,
+        gated: false,
     }
 }
 
@@ -169,9 +171,95 @@ fn observed_plans_skip_nodes_with_nothing_new_and_look_only_at_changed_networks(
     assert_eq!(third.desired["b_y"], [net("10.2.1.0/24")]);
 }
 
+fn only(pairs: &[(&str, &str)]) -> CurrentScope {
+    let mut rendered = crate::dynamic_udn::rendering::Rendered::new();
+    for (network, node) in pairs {
+        rendered
+            .entry((*network).to_owned())
+            .or_default()
+            .insert((*node).to_owned());
+    }
+    CurrentScope(Some(crate::dynamic_udn::scope::NodeScope::Only(
+        std::sync::Arc::new(rendered),
+    )))
+}
+
+/// Writes the plan successfully; the annotation text.
+fn write(state: &mut SubnetState, node: &str, plan: NodePlan) -> Option<String> {
+    let text = udn_api::annotations::format_node_subnets(&plan.desired).unwrap();
+    let writing = state.writing(node, plan, text.clone());
+    state.written(node, writing);
+    text
+}
+
+#[test]
+fn gated_networks_follow_the_dynamic_udn_scope() {
+    let owner = |state: &SubnetState, subnet: &str| {
+        state.networks["g_y"]
+            .allocator
+            .owner_of(net(subnet))
+            .map(str::to_owned)
+    };
+    let mut state = SubnetState::default();
+    assert_eq!(
+        state.set_scope(CurrentScope(None)),
+        Rescope::Pairs(BTreeMap::new())
+    );
+    let b_text = r#"{"g_y":["10.2.5.0/24"]}"#;
+    state.observe_text("b", Some(b_text));
+    let mut nets = networks(&[("a_x", &["10.1.0.0/16/24"]), ("g_y", &["10.2.0.0/16/24"])]);
+    nets.get_mut("g_y").unwrap().gated = true;
+    state.sync_networks(&nets);
+    // Before the first scope: gated entries stay as they are (none allocated, none released).
+    let a = state.plan_observed("a", None).unwrap();
+    assert_eq!(a.desired.keys().collect::<Vec<_>>(), ["a_x"]);
+    let a_text = write(&mut state, "a", a);
+    let b = state.plan_observed("b", Some(b_text)).unwrap();
+    assert_eq!(b.desired["g_y"], [net("10.2.5.0/24")]);
+    assert!(b.released.is_empty());
+    let b_text = write(&mut state, "b", b);
+    // The first scope: a renders g_y, b does not.
+    assert_eq!(state.set_scope(only(&[("g_y", "a")])), Rescope::Everything);
+    let a = state.plan_observed("a", a_text.as_deref()).unwrap();
+    assert_eq!(a.desired["g_y"], [net("10.2.0.0/24")]);
+    let a_text = write(&mut state, "a", a);
+    let b = state.plan_observed("b", b_text.as_deref()).unwrap();
+    assert!(b.write && !b.desired.contains_key("g_y"));
+    assert_eq!(b.released, [("g_y".to_owned(), net("10.2.5.0/24"))]);
+    // Released only once the annotation without it is written.
+    let text = udn_api::annotations::format_node_subnets(&b.desired).unwrap();
+    let writing = state.writing("b", b, text.clone());
+    assert_eq!(owner(&state, "10.2.5.0/24").as_deref(), Some("b"));
+    assert_eq!(
+        state.written("b", writing),
+        BTreeSet::from(["g_y".to_owned()])
+    );
+    assert_eq!(owner(&state, "10.2.5.0/24"), None);
+    let b_text = text;
+    // b starts rendering g_y: only b is looked at again.
+    let change = state.set_scope(only(&[("g_y", "a"), ("g_y", "b")]));
+    let moved = BTreeMap::from([("b".to_owned(), BTreeSet::from(["g_y".to_owned()]))]);
+    assert_eq!(change, Rescope::Pairs(moved));
+    assert!(state.plan_observed("a", a_text.as_deref()).is_none());
+    let b = state.plan_observed("b", b_text.as_deref()).unwrap();
+    assert!(b.write && b.desired.contains_key("g_y"));
+    // A failed write leaves the moved pair for the retry.
+    let text = udn_api::annotations::format_node_subnets(&b.desired).unwrap();
+    let writing = state.writing("b", b, text);
+    state.unwritten("b", writing, true);
+    let b = state.plan_observed("b", b_text.as_deref()).unwrap();
+    assert!(b.write && b.desired.contains_key("g_y"));
+    // A scope change of a network that is not gated (or unknown) moves nothing.
+    assert_eq!(
+        state.set_scope(only(&[("g_y", "a"), ("g_y", "b"), ("a_x", "a")])),
+        Rescope::Pairs(BTreeMap::new())
+    );
+}
+
 mod incremental {
     //! Incremental plans (`plan_observed`) against full plans (`plan_node`) of the same state
-    //! over random network changes, node writes, failed writes, foreign edits and deletions.
+    //! over random network changes, Dynamic UDN scope changes (gated networks), node writes,
+    //! failed writes, foreign edits and deletions.
 
     use proptest::prelude::*;
 
@@ -194,9 +282,37 @@ mod incremental {
         Conflicts,
     }
 
+    /// The Dynamic UDN scope: not known yet, every node, or the (gated network, node) pairs
+    /// of a bit mask.
+    #[derive(Clone, Copy, Debug)]
+    enum ScopeOp {
+        Unknown,
+        All,
+        Only(u16),
+    }
+
+    fn scope_of(op: ScopeOp) -> CurrentScope {
+        match op {
+            ScopeOp::Unknown => CurrentScope(None),
+            ScopeOp::All => CurrentScope::default(),
+            ScopeOp::Only(mask) => {
+                let mut pairs = Vec::new();
+                for (n, network) in NETWORKS.iter().enumerate().skip(1) {
+                    for (i, node) in NODES.iter().enumerate() {
+                        if mask & (1 << ((n - 1) * NODES.len() + i)) != 0 {
+                            pairs.push((*network, *node));
+                        }
+                    }
+                }
+                only(&pairs)
+            }
+        }
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         SetNetwork(usize, usize),
+        Scope(ScopeOp),
         RemoveNetwork(usize),
         Reconcile { node: usize, write: Write },
         ForeignEdit(usize),
@@ -215,6 +331,12 @@ mod incremental {
                 .prop_map(|(node, write)| Op::Reconcile { node, write }),
             1 => (0..NODES.len()).prop_map(Op::ForeignEdit),
             1 => (0..NODES.len()).prop_map(Op::DeleteNode),
+            2 => prop_oneof![
+                    1 => Just(ScopeOp::Unknown),
+                    1 => Just(ScopeOp::All),
+                    6 => (0u16..1 << 10).prop_map(ScopeOp::Only),
+                ]
+                .prop_map(Op::Scope),
         ]
     }
 
@@ -234,8 +356,15 @@ mod incremental {
                 match op {
                     Op::SetNetwork(network, ranges) => {
                         let mut sync = NetworkSync::default();
-                        let layer3 = layer3(RANGES[ranges]);
+                        // The first network is not gated, the others are.
+                        let layer3 = Layer3Network {
+                            gated: network > 0,
+                            ..layer3(RANGES[ranges])
+                        };
                         state.sync_network(NETWORKS[network], Some(&layer3), &mut sync);
+                    }
+                    Op::Scope(scope) => {
+                        state.set_scope(scope_of(scope));
                     }
                     Op::RemoveNetwork(network) => {
                         state.sync_network(NETWORKS[network], None, &mut NetworkSync::default());
@@ -264,6 +393,7 @@ mod incremental {
                                 prop_assert!(state.is_planned(node, written.as_deref()));
                                 match write {
                                     Write::Succeeds => {
+                                        state.written(node, writing);
                                         annotations.insert(node, written);
                                     }
                                     Write::Fails => state.unwritten(node, writing, true),
