@@ -4,7 +4,7 @@ use clap::Args;
 use udn_api::cluster_args::{ClusterArgs, ClusterArgsError, GatewayModeArg};
 use udn_ovsdb::client::Endpoint;
 
-use crate::model::ZoneConfig;
+use crate::model::{Lean, ZoneConfig};
 
 /// Flags specific to the NB controller.
 #[derive(Clone, Debug, Args)]
@@ -45,6 +45,38 @@ pub struct ControllerArgs {
     /// Dynamic UDN (`--enable-dynamic-udn-allocation`, `--udn-deletion-grace-period`).
     #[command(flatten)]
     pub dynamic_udn: udn_api::dynamic_udn_args::DynamicUdnArgs,
+    /// The savings at equal features (`docs/topology-costs.md`).
+    #[command(flatten)]
+    pub lean: LeanArgs,
+}
+
+/// One flag per saving at equal features: `true` (the default) renders less than upstream
+/// where a network does not need it, `false` gives upstream's exact rows.
+#[derive(Clone, Debug, Args)]
+pub struct LeanArgs {
+    /// A Layer3 network gets its transit switch (and the local `rtots-`/`tstor-` pair) only
+    /// while a remote node has the network.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub lean_transit_on_demand: bool,
+    /// Multicast is off: no `mcast_*` switch keys, no `mcast_flood` router port option, no
+    /// `clusterRtrPortGroup`.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub lean_skip_multicast: bool,
+    /// No allow-from-node ACL on a UDN's node switch (it only matters under NetworkPolicy
+    /// default-deny, which udn does not render).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub lean_skip_node_allow_acl: bool,
+}
+
+impl LeanArgs {
+    /// The savings these flags switch on.
+    pub fn lean(&self) -> Lean {
+        Lean {
+            transit_on_demand: self.lean_transit_on_demand,
+            skip_multicast: self.lean_skip_multicast,
+            skip_node_allow_acl: self.lean_skip_node_allow_acl,
+        }
+    }
 }
 
 /// Why the configuration is unusable.
@@ -136,6 +168,7 @@ impl Config {
                 multi_network: args.enable_multi_network,
                 segmentation: args.enable_network_segmentation && args.enable_multi_network,
                 dynamic_udn: args.dynamic_udn.enable_dynamic_udn_allocation,
+                lean: args.lean.lean(),
             },
             nb: endpoint("nb-address", &args.nb_address)?,
             sb: endpoint("sb-address", &args.sb_address)?,
@@ -188,6 +221,17 @@ mod tests {
         assert_eq!(ok.zone.zone, "node1");
         assert_eq!(ok.ephemeral_port_range.as_deref(), Some("32768-60999"));
         assert_eq!(ok.acl_logging_rate_limit, 20);
+        assert_eq!(ok.zone.lean, Lean::ALL);
+        let upstream = config(&[
+            "--zone",
+            "n",
+            "--lean-transit-on-demand=false",
+            "--lean-skip-multicast",
+            "false",
+            "--lean-skip-node-allow-acl=false",
+        ])
+        .unwrap();
+        assert_eq!(upstream.zone.lean, Lean::UPSTREAM);
         let err = |args: &[&str]| config(args).unwrap_err().to_string();
         assert!(
             err(&["--zone", "n", "--enable-network-segmentation"])

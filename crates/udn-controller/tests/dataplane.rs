@@ -101,7 +101,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start() -> Self {
+    /// The lab and one zone controller per node, each with `config(node)`.
+    async fn start(config: fn(&str) -> udn_controller::model::ZoneConfig) -> Self {
         let lab = Lab::start(LabConfig::with_nodes(2)).expect("lab starts");
         let cluster = TestCluster::new();
         let client = cluster.client();
@@ -130,7 +131,7 @@ impl Cluster {
             zones.push(
                 start_zone(
                     &cluster,
-                    zone_config(node.name()),
+                    config(node.name()),
                     node.nb_endpoint(),
                     node.sb_endpoint(),
                 )
@@ -261,9 +262,21 @@ fn ip_of(entries: &BTreeMap<String, PodNetworkAnnotation>, key: &str) -> IpAddr 
     entries[key].ip_addresses[0].ip()
 }
 
+/// With the default savings (`--lean-*`: join peering, no multicast rows, no
+/// allow-from-node ACL on UDN switches), as `udn-controller` runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_connect_within_their_networks_and_nowhere_else() {
-    let mut c = Cluster::start().await;
+    connectivity(lean_zone_config).await;
+}
+
+/// The same with every saving off: upstream's exact rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_connect_within_their_networks_and_nowhere_else_upstream_shape() {
+    connectivity(zone_config).await;
+}
+
+async fn connectivity(config: fn(&str) -> udn_controller::model::ZoneConfig) {
+    let mut c = Cluster::start(config).await;
     let d1 = c.pod("plain", "d1", "node1", None).await;
     let d2 = c.pod("plain", "d2", "node2", None).await;
     let b1 = c.pod("blue", "b1", "node1", None).await;

@@ -8,7 +8,7 @@ mod network;
 mod node;
 mod pod;
 
-pub use config::ZoneConfig;
+pub use config::{Lean, ZoneConfig};
 pub use network::{DEFAULT_NETWORK, Network, Topology};
 pub use node::{GatewayConfig, GatewayConfigMode, Node};
 pub use pod::PodAttachment;

@@ -37,11 +37,13 @@ pub(crate) fn build(ctx: &NetCtx<'_>, build: &mut Build) {
     router_ports.extend(build.links.router_ports.iter().cloned());
     let router = cluster_router(ctx, router_ports, build);
     rows.add(router);
-    rows.add(transit_switch(
-        ctx,
-        &ctx.names.transit_switch(),
-        &build.links.transit_ports,
-    ));
+    if build.transit {
+        rows.add(transit_switch(
+            ctx,
+            &ctx.names.transit_switch(),
+            &build.links.transit_ports,
+        ));
+    }
     if ctx.is_default() {
         copp::rows(ctx, &mut rows);
     }
@@ -138,37 +140,45 @@ fn join_switch(
 }
 
 /// `clusterPortGroup` (holding `members`: the management ports) and `clusterRtrPortGroup`
-/// (empty: multicast is off). Their `acls` are left to the policy controllers.
+/// (empty: multicast is off; left out with `--lean-skip-multicast`). Their `acls` are left to
+/// the policy controllers.
 pub(crate) fn cluster_port_groups(ctx: &NetCtx<'_>, members: &[RowRef]) -> Vec<DesiredRow> {
-    [
-        (CLUSTER_PORT_GROUP, members.to_vec()),
-        (CLUSTER_RTR_PORT_GROUP, Vec::new()),
-    ]
-    .into_iter()
-    .map(|(base, ports)| {
-        let ids = DbIds::new(PORT_GROUP_CLUSTER, &ctx.controller, [base]);
-        DesiredRow::new(port_group::TABLE, ids.primary_id())
-            .string(port_group::NAME, &ids.port_group_name())
-            .value(port_group::EXTERNAL_IDS, string_map(ids.object_ids()))
-            .refs(port_group::PORTS, ports)
-    })
-    .collect()
+    let mut groups = vec![(CLUSTER_PORT_GROUP, members.to_vec())];
+    if !ctx.zone.config.lean.skip_multicast {
+        groups.push((CLUSTER_RTR_PORT_GROUP, Vec::new()));
+    }
+    groups
+        .into_iter()
+        .map(|(base, ports)| {
+            let ids = DbIds::new(PORT_GROUP_CLUSTER, &ctx.controller, [base]);
+            DesiredRow::new(port_group::TABLE, ids.primary_id())
+                .string(port_group::NAME, &ids.port_group_name())
+                .value(port_group::EXTERNAL_IDS, string_map(ids.object_ids()))
+                .refs(port_group::PORTS, ports)
+        })
+        .collect()
 }
 
 /// A transit switch (`name`: the Layer3 transit switch, or the Layer2 switch whose
 /// `other_config` this is part of): `interconn-ts`, the tunnel key `16711683 + network ID`
-/// and the multicast keys upstream always sets.
+/// and the multicast keys upstream always sets (not with `--lean-skip-multicast`: IGMP/MLD
+/// snooping flows for a multicast that is off).
 pub(crate) fn transit_other_config(ctx: &NetCtx<'_>, name: &str) -> Vec<(&'static str, String)> {
-    vec![
+    let mut config = vec![
         ("interconn-ts", name.to_owned()),
         (
             "requested-tnl-key",
             (BASE_TRANSIT_SWITCH_TUNNEL_KEY + ctx.net.id).to_string(),
         ),
-        ("mcast_snoop", "true".to_owned()),
-        ("mcast_querier", "false".to_owned()),
-        ("mcast_flood_unregistered", "true".to_owned()),
-    ]
+    ];
+    if !ctx.zone.config.lean.skip_multicast {
+        config.extend([
+            ("mcast_snoop", "true".to_owned()),
+            ("mcast_querier", "false".to_owned()),
+            ("mcast_flood_unregistered", "true".to_owned()),
+        ]);
+    }
+    config
 }
 
 fn transit_switch(ctx: &NetCtx<'_>, name: &str, ports: &[RowRef]) -> DesiredRow {

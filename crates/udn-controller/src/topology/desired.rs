@@ -112,7 +112,10 @@ pub fn network_desired(
     pods: &[PodAttachment],
 ) -> NetworkDesired {
     let ctx = NetCtx::new(net, zone);
-    let mut build = Build::default();
+    let mut build = Build {
+        transit: true,
+        ..Build::default()
+    };
     match ctx.topology {
         Topology::Default | Topology::Layer3 => layer3(&ctx, pods, &mut build),
         Topology::Layer2 => layer2::build(&ctx, pods, &mut build),
@@ -149,6 +152,7 @@ pub fn load_balancer_groups(net: &Network) -> Vec<String> {
 
 fn layer3(ctx: &NetCtx<'_>, pods: &[PodAttachment], build: &mut Build) {
     let locals = node_switch::local_host_subnets(ctx, build);
+    build.transit = !ctx.zone.config.lean.transit_on_demand || interconnect::has_remote(ctx);
     pods::build(ctx, pods, &|node| locals.contains_key(node), build);
     for (node, subnets) in &locals {
         node_switch::build_node(ctx, node, subnets, build);
@@ -168,6 +172,9 @@ pub(crate) struct Build {
     pub(crate) static_mac_bindings: Vec<StaticMacBinding>,
     pub(crate) load_balancer_members: BTreeMap<String, BTreeSet<Uuid>>,
     pub(crate) direct_load_balancers: DirectLoadBalancers,
+    /// The network has a transit switch (and the local `rtots-`/`tstor-` pair): always,
+    /// or with `--lean-transit-on-demand` only while a remote node has the network.
+    pub(crate) transit: bool,
 }
 
 /// The unit name of a network's node unit (`Node`, `RemoteNode`): `<network>/<node>`. Unit

@@ -36,6 +36,12 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
         ctx.names.router_to_transit(&node.name),
         ctx.names.transit_to_router(&node.name),
     );
+    // `mcast_flood` only matters with multicast on (`--lean-skip-multicast`).
+    let options: &[(&str, &str)] = if ctx.zone.config.lean.skip_multicast {
+        &[]
+    } else {
+        &[("mcast_flood", "true")]
+    };
     let rtots_ref = rows.add(
         DesiredRow::new(logical_router_port::TABLE, &rtots)
             .string(logical_router_port::NAME, &rtots)
@@ -44,7 +50,7 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
                 logical_router_port::NETWORKS,
                 string_set(node.transit_ips.iter().map(ToString::to_string)),
             )
-            .map(logical_router_port::OPTIONS, [("mcast_flood", "true")]),
+            .map(logical_router_port::OPTIONS, options.iter().copied()),
     );
     build.links.router_ports.push(rtots_ref);
     let tstor_ref = rows.add(
@@ -67,13 +73,24 @@ pub(crate) fn local_node(ctx: &NetCtx<'_>, node: &Node, rows: &mut Rows, build: 
     build.links.transit_ports.push(tstor_ref);
 }
 
+/// The remote nodes the network is rendered for (Dynamic UDN: those where it has pods).
+fn rendered_remotes<'a>(ctx: &NetCtx<'a>) -> impl Iterator<Item = &'a Node> {
+    let dynamic = ctx.zone.config.dynamic_udn;
+    let net = ctx.net;
+    ctx.nodes(false)
+        .into_iter()
+        // Not on that node (Dynamic UDN): no port, no route.
+        .filter(move |node| !dynamic || crate::dynamic_udn::renders(net, node))
+}
+
+/// Whether a remote node has the network: what the transit switch is for.
+pub(crate) fn has_remote(ctx: &NetCtx<'_>) -> bool {
+    rendered_remotes(ctx).next().is_some()
+}
+
 /// The unit of every remote node.
 pub(crate) fn remote_nodes(ctx: &NetCtx<'_>, build: &mut Build) {
-    for node in ctx.nodes(false) {
-        if ctx.zone.config.dynamic_udn && !crate::dynamic_udn::renders(ctx.net, node) {
-            // The network is not on that node (Dynamic UDN): no port, no route.
-            continue;
-        }
+    for node in rendered_remotes(ctx) {
         match remote_node(ctx, node, build) {
             Ok(rows) => build.unit(
                 REMOTE_NODE_UNIT,

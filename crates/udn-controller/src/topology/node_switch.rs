@@ -108,7 +108,9 @@ pub(crate) fn build_node(ctx: &NetCtx<'_>, name: &str, subnets: &[HostSubnet], b
     if ctx.gateway_topology {
         gateway::build_layer3(ctx, node, subnets, &mut rows, build);
     }
-    interconnect::local_node(ctx, node, &mut rows, build);
+    if build.transit {
+        interconnect::local_node(ctx, node, &mut rows, build);
+    }
     build.unit(NODE_UNIT, &node_unit_name(&ctx.net.name, name), rows);
 }
 
@@ -211,10 +213,17 @@ pub(crate) fn management_port(
         .unwrap_or_default();
     let mut address = mac;
     let mut acls = Vec::new();
+    // The allow-from-node ACL exempts the node from NetworkPolicy default-deny; a UDN has
+    // no policy ACLs here, so with `--lean-skip-node-allow-acl` it is left out (alone it
+    // only makes the switch stateful).
+    let allow_acl = !(ctx.is_udn() && ctx.zone.config.lean.skip_node_allow_acl);
     for subnet in subnets {
         let ip = subnet.management.ip();
         address.push(' ');
         address.push_str(&ip.to_string());
+        if !allow_acl {
+            continue;
+        }
         let ids = DbIds::new(ACL_NETPOL_NODE, &ctx.controller, [switch, &ip.to_string()]);
         let match_ = format!("{}.src=={ip}", match_prefix(subnet.family()));
         let spec = AclSpec {

@@ -20,7 +20,7 @@ use udn_api::nad::NetworkAttachmentDefinition;
 use udn_api::names::{ANNOTATION_POD_NETWORKS, ovn_prefix};
 use udn_controller::config::Config;
 use udn_controller::metrics::Metrics;
-use udn_controller::model::ZoneConfig;
+use udn_controller::model::{Lean, ZoneConfig};
 use udn_controller::zone::{PassReport, Zone};
 use udn_ovsdb::client::Endpoint;
 use udn_test_support::TestCluster;
@@ -140,6 +140,16 @@ pub fn zone_config(zone: &str) -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        // Upstream's exact rows: the tests that read rows expect them.
+        lean: Lean::UPSTREAM,
+    }
+}
+
+/// [`zone_config`] with the default savings on (what `udn-controller` runs with).
+pub fn lean_zone_config(zone: &str) -> ZoneConfig {
+    ZoneConfig {
+        lean: Lean::default(),
+        ..zone_config(zone)
     }
 }
 

@@ -13,7 +13,7 @@ use udn_api::annotations::{MacAddress, OpenPort, PodNetworkRole};
 use udn_api::cluster::ClusterConfig;
 use udn_api::netconf::{NetConf, NetInfo};
 use udn_controller::model::{
-    GatewayConfig, GatewayConfigMode, Network, Node, PodAttachment, ZoneConfig,
+    GatewayConfig, GatewayConfigMode, Lean, Network, Node, PodAttachment, ZoneConfig,
 };
 
 /// Upstream's `chassisIDForNode("node1")` (a SHA-1 UUID of the name in the OID namespace).
@@ -36,6 +36,8 @@ pub(crate) fn zone_config() -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        // Exact upstream rows: every saving off.
+        lean: Lean::UPSTREAM,
     }
 }
 

@@ -8,7 +8,7 @@ use udn_api::annotations::{MacAddress, OpenPort, PodNetworkRole};
 use udn_api::cluster::ClusterConfig;
 use udn_api::netconf::{NetConf, NetInfo};
 use udn_controller::model::{
-    GatewayConfig, GatewayConfigMode, Network, Node, PodAttachment, ZoneConfig,
+    GatewayConfig, GatewayConfigMode, Lean, Network, Node, PodAttachment, ZoneConfig,
 };
 
 const CHASSIS1: &str = "3a4b8e7c-1111-4c1e-9f00-000000000001";
@@ -26,6 +26,8 @@ pub(crate) fn zone_config() -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        // Exact upstream rows: every saving off.
+        lean: Lean::UPSTREAM,
     }
 }
 

@@ -11,6 +11,7 @@ fn config() -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        lean: crate::model::Lean::default(),
     }
 }
 

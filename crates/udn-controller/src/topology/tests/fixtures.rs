@@ -10,7 +10,9 @@ use udn_api::netconf::{NetConf, NetInfo};
 use udn_ovsdb::engine::{DesiredRow, DesiredUnit, RowRef};
 use udn_ovsdb::protocol::{Atom, Value};
 
-use crate::model::{GatewayConfig, GatewayConfigMode, Network, Node, PodAttachment, ZoneConfig};
+use crate::model::{
+    GatewayConfig, GatewayConfigMode, Lean, Network, Node, PodAttachment, ZoneConfig,
+};
 use crate::topology::{NetworkDesired, SchemaFeatures, ZoneInputs, network_desired};
 
 pub(super) const CHASSIS: &str = "cb9ec8fa-b409-4ef3-9f42-d9283c47aac6";
@@ -31,6 +33,8 @@ pub(super) fn zone_config() -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        // Exact upstream rows: every saving off.
+        lean: Lean::UPSTREAM,
     }
 }
 
@@ -42,6 +46,8 @@ pub(super) fn dual_stack_config() -> ZoneConfig {
         multi_network: true,
         segmentation: true,
         dynamic_udn: false,
+        // Exact upstream rows: every saving off.
+        lean: Lean::UPSTREAM,
     }
 }
 

@@ -8,6 +8,7 @@ mod fixtures;
 mod keyed;
 mod layer2;
 mod layer3;
+mod lean;
 mod localnet;
 mod problems;
 mod remote;
