@@ -258,6 +258,46 @@ impl Cluster {
     }
 }
 
+const SERVICE_IP: &str = "10.96.0.50";
+const SERVICE_PORT: u16 = 5010;
+
+/// A TCP Service `web` in namespace `blue` (port = target port) with the mirrored
+/// EndpointSlice of `blue_net` listing `backend`.
+async fn blue_service(client: &kube::Client, backend: IpAddr) {
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use kube::api::{Api, PostParams};
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "blue"},
+        "spec": {"selector": {"app": "web"}, "clusterIP": SERVICE_IP, "clusterIPs": [SERVICE_IP],
+            "ports": [{"name": "tcp", "port": SERVICE_PORT, "targetPort": SERVICE_PORT,
+                "protocol": "TCP"}]},
+    }))
+    .unwrap();
+    Api::<Service>::namespaced(client.clone(), "blue")
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-blue-net", "namespace": "blue",
+            "labels": {"endpointslice.kubernetes.io/managed-by": "endpointslice-mirror-controller.k8s.ovn.org",
+                "k8s.ovn.org/service-name": "web"},
+            "annotations": {"k8s.ovn.org/endpointslice-network": "blue_net",
+                "k8s.ovn.org/source-endpointslice": "web-abc"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [backend.to_string()],
+            "conditions": {"ready": true, "serving": true, "terminating": false}}],
+        "ports": [{"name": "tcp", "port": SERVICE_PORT, "protocol": "TCP"}],
+    }))
+    .unwrap();
+    Api::<EndpointSlice>::namespaced(client.clone(), "blue")
+        .create(&PostParams::default(), &slice)
+        .await
+        .unwrap();
+}
+
 fn ip_of(entries: &BTreeMap<String, PodNetworkAnnotation>, key: &str) -> IpAddr {
     entries[key].ip_addresses[0].ip()
 }
@@ -336,6 +376,28 @@ async fn connectivity(config: fn(&str) -> udn_controller::model::ZoneConfig) {
     assert!(
         c.ping("green", "g1", ip_of(&g2, "green/net")),
         "green g1 -> g2\n{}",
+        diag(&c)
+    );
+    // A Service on the Layer3 UDN (the mirrored slice cluster-manager would write): b1
+    // reaches b2 through the cluster IP, across nodes.
+    blue_service(&c.client, ip_of(&b2, "blue/net")).await;
+    for zone in &mut c.zones {
+        zone.converged(WAIT).await;
+    }
+    for node in c.lab.nodes() {
+        node.wait_hv().unwrap();
+    }
+    assert!(
+        c.lab
+            .tcp_check(
+                &c.netns("blue", "b1"),
+                &c.netns("blue", "b2"),
+                SERVICE_IP.parse().unwrap(),
+                SERVICE_PORT,
+                WAIT
+            )
+            .unwrap(),
+        "blue Service {SERVICE_IP}:{SERVICE_PORT} -> b2\n{}",
         diag(&c)
     );
     // Two networks with the same subnet, at the same time, each reaching only its own pods:
