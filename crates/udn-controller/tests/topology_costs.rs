@@ -2,7 +2,8 @@
 //! in `docs/topology-costs.md`). One lab node (`node1`, its own zone: NB, SB, northd,
 //! ovn-controller, userspace OVS) with the in-process controller, remote nodes as node
 //! annotations only. `COSTS_NETWORKS` picks the networks (`blue`: primary Layer3, `green`:
-//! primary Layer2; empty: the default network alone), `COSTS_REMOTES` the remote nodes (2).
+//! primary Layer2; empty: the default network alone), `COSTS_COUNT` how many of each (1),
+//! `COSTS_REMOTES` the remote nodes every network is on (2).
 //! The test converges, waits for `hv_cfg`, stops the controller and leaves the lab running
 //! (`Lab::detach`): it prints the sockets for `ovn-nbctl`/`ovn-sbctl`/`ovs-ofctl`, so
 //! per-datapath counts and row-kind deltas are taken by hand on a quiet zone.
@@ -58,8 +59,30 @@ fn config(zone: &str) -> ZoneConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run by hand, leaves a lab running"]
 async fn one_network_in_a_real_zone() {
-    let networks = std::env::var("COSTS_NETWORKS").unwrap_or_default();
-    let networks: Vec<&str> = networks.split(',').filter(|s| !s.is_empty()).collect();
+    let kinds = std::env::var("COSTS_NETWORKS").unwrap_or_default();
+    let count: u32 = std::env::var("COSTS_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    // (namespace, Layer2, network ID): `blue`, `blue1`, ... and `green`, `green1`, ...
+    let networks: Vec<(String, bool, u32)> = kinds
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .flat_map(|kind| {
+            (0..count).map(move |i| {
+                let ns = if i == 0 {
+                    kind.to_owned()
+                } else {
+                    format!("{kind}{i}")
+                };
+                match kind {
+                    "blue" => (ns, false, 1 + i),
+                    "green" => (ns, true, 1000 + i),
+                    other => panic!("unknown network {other}"),
+                }
+            })
+        })
+        .collect();
     let remotes: u32 = std::env::var("COSTS_REMOTES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -76,13 +99,22 @@ async fn one_network_in_a_real_zone() {
     let client = cluster.client();
     let node1 = &lab.nodes()[0];
     let subnets = |index: u32| {
-        BTreeMap::from([
-            ("default".to_owned(), vec![format!("10.244.{index}.0/24")]),
-            (
-                "blue_net".to_owned(),
+        let mut subnets =
+            BTreeMap::from([("default".to_owned(), vec![format!("10.244.{index}.0/24")])]);
+        for (ns, _, _) in networks.iter().filter(|n| !n.1) {
+            subnets.insert(
+                format!("{ns}_net"),
                 vec![format!("10.128.{}.0/24", index + 1)],
-            ),
-        ])
+            );
+        }
+        subnets
+    };
+    let tunnel_ids = |index: u32| {
+        networks
+            .iter()
+            .filter(|n| n.1)
+            .map(|(ns, _, _)| (format!("{ns}_net"), index + 1))
+            .collect::<BTreeMap<_, _>>()
     };
     put_node(
         &client,
@@ -95,14 +127,14 @@ async fn one_network_in_a_real_zone() {
             mac: node1.breth0_mac().to_owned(),
             next_hop: node1.next_hop().to_string(),
             subnets: subnets(0),
-            layer2_tunnel_ids: BTreeMap::from([("green_net".to_owned(), 1)]),
+            layer2_tunnel_ids: tunnel_ids(0),
         },
     )
     .await;
     for k in 1..=remotes {
         let mut remote = node(&format!("node{}", k + 1), k + 2, &[]);
         remote.subnets = subnets(k);
-        remote.layer2_tunnel_ids = BTreeMap::from([("green_net".to_owned(), k + 1)]);
+        remote.layer2_tunnel_ids = tunnel_ids(k);
         put_node(&client, &remote).await;
     }
     let mut zone = start_zone(
@@ -112,19 +144,12 @@ async fn one_network_in_a_real_zone() {
         node1.sb_endpoint(),
     )
     .await;
-    for network in &networks {
-        let (ns, body, id) = match *network {
-            "blue" => (
-                "blue",
-                json!({"topology": "layer3", "role": "primary", "subnets": "10.128.0.0/16/24", "mtu": 1400}),
-                1,
-            ),
-            "green" => (
-                "green",
-                json!({"topology": "layer2", "role": "primary", "subnets": "10.100.0.0/24", "mtu": 1400}),
-                4,
-            ),
-            other => panic!("unknown network {other}"),
+    for (ns, layer2, id) in &networks {
+        let (ns, layer2, id) = (ns.as_str(), *layer2, *id);
+        let body = if layer2 {
+            json!({"topology": "layer2", "role": "primary", "subnets": "10.100.0.0/24", "mtu": 1400})
+        } else {
+            json!({"topology": "layer3", "role": "primary", "subnets": "10.128.0.0/16/24", "mtu": 1400})
         };
         put_namespace(&client, ns, true).await;
         put_nad(&client, nad_json(ns, "net", &format!("{ns}_net"), body, id)).await;
@@ -138,24 +163,24 @@ async fn one_network_in_a_real_zone() {
                 json!({}),
             )
             .await;
-            if ns == "green" {
+            if layer2 {
                 let ip = format!("10.100.0.{}/24", 10 + k);
                 annotate_layer2(
                     &client,
                     ns,
                     &format!("r{k}"),
-                    "green/net",
+                    &format!("{ns}/net"),
                     layer2_entry(&ip, 10 + k),
                 )
                 .await;
             }
         }
-        if ns == "green" {
+        if layer2 {
             annotate_layer2(
                 &client,
                 ns,
                 "p1",
-                "green/net",
+                &format!("{ns}/net"),
                 layer2_entry("10.100.0.3/24", 3),
             )
             .await;
