@@ -37,13 +37,17 @@ use super::process::{ChildGuard, peak_rss_mb, release_binary, status_mib};
 use super::scale_cm::{self, CmState};
 use super::scale_objects::{self as objects, Plan, network_name, node_name};
 use super::scale_pod::{PodReady, PodSetup, new_network_pod};
-use super::scale_zone::{DYNAMIC_UDN_FLAGS, ZoneFigures, ZoneRun, ZoneSetup, run_zone};
+use super::scale_zone::{DYNAMIC_UDN_FLAGS, LiveZone, ZoneFigures, ZoneRun, ZoneSetup, run_zone};
 use super::sim_server::{SimServer, install_crds};
 
 /// The controller's extra flags for the upstream-shaped run: every lean-topology setting
-/// off. Empty while the controller has none; each lean setting's flag goes here when it
-/// lands, so both runs stay one list apart.
-pub const UPSTREAM_SHAPE_ARGS: &[&str] = &[];
+/// off (`docs/controller.md`, "To run upstream's shape"), so both runs are one list apart.
+/// A lean setting added later goes here too.
+pub const UPSTREAM_SHAPE_ARGS: &[&str] = &[
+    "--lean-skip-multicast=false",
+    "--lean-skip-node-allow-acl=false",
+    "--lean-transit-on-demand=false",
+];
 
 /// The most networks node1's zone is run with (a zone holds ~1000 networks on this machine,
 /// `docs/benchmarks.md` controller-500x20; more would not fit in memory).
@@ -142,6 +146,24 @@ impl Figures {
             self.pod.map_or(f64::NAN, |p| p.ready_s),
         )
     }
+}
+
+/// What a zone run printed.
+fn zone_line(f: &ZoneFigures) -> String {
+    format!(
+        "zone {}: {} networks rendered, hv_cfg {:.2} s (NB {:.2} s, sb_cfg {:.2} s); {} lflows, {} OpenFlow flows, daemons {:.1} MiB; per network {:.0} lflows, {:.0} OF, {:.2} MiB",
+        f.label,
+        f.nb_networks,
+        f.timeline.hv_s,
+        f.timeline.nb_s,
+        f.timeline.sb_s,
+        f.full.lflows,
+        f.full.of_flows,
+        f.full.rss.total(),
+        f.lflows_per_net(),
+        f.of_per_net(),
+        f.rss_per_net()
+    )
 }
 
 /// Prints a line of the bench's output.
@@ -302,7 +324,9 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
         };
         let _ = std::fs::remove_file(log("controller-upstream"));
         let _ = std::fs::remove_file(log("controller-default"));
-        let mut zones = Vec::new();
+        // One zone at a time: the upstream-shaped one is gone before the default one starts.
+        let mut upstream: Option<ZoneFigures> = None;
+        let mut lean: Option<LiveZone> = None;
         for (label, args, name) in [
             ("upstream-shaped", UPSTREAM_SHAPE_ARGS, "controller-upstream"),
             ("default", &[][..], "controller-default"),
@@ -316,27 +340,15 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
             let zone = run_zone(&client, &setup(name), run)
                 .await
                 .map_err(|e| anyhow!("{e:#}\ncontroller log tail:\n{}", log_tail(&log(name), 20)))?;
-            let f = &zone.figures;
-            say(&format!(
-                "zone {label}: {} networks rendered, hv_cfg {:.2} s (NB {:.2} s, sb_cfg {:.2} s); {} lflows, {} OpenFlow flows, daemons {:.1} MiB; per network {:.0} lflows, {:.0} OF, {:.2} MiB",
-                f.nb_networks,
-                f.timeline.hv_s,
-                f.timeline.nb_s,
-                f.timeline.sb_s,
-                f.full.lflows,
-                f.full.of_flows,
-                f.full.rss.total(),
-                f.lflows_per_net(),
-                f.of_per_net(),
-                f.rss_per_net()
-            ));
-            zones.push(zone);
+            say(&zone_line(&zone.figures));
+            if upstream.is_none() {
+                upstream = Some(zone.figures.clone());
+            } else {
+                lean = Some(zone);
+            }
         }
-        let lean = zones.pop().ok_or_else(|| anyhow!("no default zone"))?;
-        let upstream = zones.pop().ok_or_else(|| anyhow!("no upstream-shaped zone"))?;
-        drop(upstream.controller);
-        drop(upstream.view);
-        drop(upstream.lab);
+        let upstream = upstream.ok_or_else(|| anyhow!("no upstream-shaped zone"))?;
+        let lean = lean.ok_or_else(|| anyhow!("no default zone"))?;
         let pod_setup = PodSetup {
             agent: bins.agent.clone(),
             cni: bins.cni.clone(),
@@ -355,7 +367,7 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
         cm.ensure_running("udn-cluster-manager")?;
         cm_figures.rss_end_mb = status_mib(cm.pid(), "VmRSS").unwrap_or(f64::NAN);
         figures.cm = cm_figures;
-        figures.zones = Some((upstream.figures, lean.figures.clone()));
+        figures.zones = Some((upstream, lean.figures.clone()));
         figures.pod = Some(pod);
         drop(lean);
         Ok::<_, anyhow::Error>(figures)
