@@ -9,12 +9,9 @@
 //! looks again at the networks changed since that plan (and the ones it failed in). A node
 //! with nothing new costs a string comparison, not a pass over every network.
 //!
-//! Dynamic UDN: a gated network's entry is planned by the [`CurrentScope`] (allocated where
-//! the node renders the network, removed elsewhere, left alone before the first scope). A
-//! scope change marks only the (node, network) pairs it moved (`rescope`), so a node looks
-//! again at those networks only. A removed entry's subnets go back to the allocator once the
-//! annotation without them is written, so no other node gets them while this one still shows
-//! them.
+//! Dynamic UDN: a gated network's entry follows the [`CurrentScope`] (allocated where the
+//! node renders the network, removed elsewhere, left alone before the first scope); see
+//! `rescope` for scope changes and the release of removed entries.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -278,16 +275,7 @@ impl SubnetState {
         match self.networks.get_mut(name) {
             Some(current) if current.ranges == network.ranges && current.gated == network.gated => {
             }
-            Some(current) if current.ranges == network.ranges => {
-                current.gated = network.gated;
-                let previous = current.generation;
-                let generation = self.bump(name, Some(previous));
-                if let Some(current) = self.networks.get_mut(name) {
-                    current.generation = generation;
-                }
-                info!(network = %name, gated = network.gated, "network gating changed");
-                sync.changed.push(name.to_owned());
-            }
+            // Ranges appended (expansion) or the gating changed: the same allocator.
             Some(current) if network.ranges.starts_with(&current.ranges) => {
                 for range in network.ranges.iter().skip(current.ranges.len()) {
                     match current
@@ -303,7 +291,10 @@ impl SubnetState {
                 current.ranges.clone_from(&network.ranges);
                 current.ipv4 = network.ipv4;
                 current.ipv6 = network.ipv6;
-                current.gated = network.gated;
+                if current.gated != network.gated {
+                    info!(network = %name, gated = network.gated, "network gating changed");
+                    current.gated = network.gated;
+                }
                 let previous = current.generation;
                 let generation = self.bump(name, Some(previous));
                 if let Some(current) = self.networks.get_mut(name) {
@@ -492,13 +483,6 @@ impl SubnetState {
             released: plan.released,
             generation: plan.generation,
         }
-    }
-
-    /// The write begun by [`writing`](Self::writing) succeeded: the subnets of networks the
-    /// node left are free now. Returns the networks whose allocator changed.
-    pub(crate) fn written(&mut self, node: &str, writing: Writing) -> BTreeSet<String> {
-        self.rescope_done(node, writing.generation);
-        self.release_left(node, &writing.released)
     }
 
     /// The write begun by [`writing`](Self::writing) failed: the node's annotation is what

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use ipnetwork::IpNetwork;
 use tracing::info;
 
-use super::SubnetState;
+use super::{SubnetState, Writing};
 use crate::dynamic_udn::scope::{CurrentScope, Rescope, rescoped};
 
 impl SubnetState {
@@ -51,6 +51,14 @@ impl SubnetState {
                 Rescope::Pairs(pairs)
             }
         }
+    }
+
+    /// The write begun by [`writing`](Self::writing) succeeded: the subnets of networks the
+    /// node left are free now (not before: until then the node still shows them). Returns
+    /// the networks whose allocator changed.
+    pub(crate) fn written(&mut self, node: &str, writing: Writing) -> BTreeSet<String> {
+        self.rescope_done(node, writing.generation);
+        self.release_left(node, &writing.released)
     }
 
     /// The gated networks of `node` a scope change moved after generation `since`.

@@ -256,6 +256,24 @@ fn gated_networks_follow_the_dynamic_udn_scope() {
     );
 }
 
+#[test]
+fn a_network_becoming_gated_leaves_the_nodes_that_do_not_render_it() {
+    let mut state = SubnetState::default();
+    state.set_scope(only(&[("g_y", "a")]));
+    let mut nets = networks(&[("g_y", &["10.2.0.0/16/24"])]);
+    state.sync_networks(&nets);
+    let b = state.plan_observed("b", None).unwrap();
+    assert!(b.desired.contains_key("g_y"));
+    let b_text = write(&mut state, "b", b);
+    // A plain NAD went away: the network is gated now, and b does not render it.
+    nets.get_mut("g_y").unwrap().gated = true;
+    let sync = state.sync_networks(&nets);
+    assert_eq!(sync.changed, ["g_y"]);
+    let b = state.plan_observed("b", b_text.as_deref()).unwrap();
+    assert!(b.write && !b.desired.contains_key("g_y"));
+    assert_eq!(b.released, [("g_y".to_owned(), net("10.2.0.0/24"))]);
+}
+
 mod incremental {
     //! Incremental plans (`plan_observed`) against full plans (`plan_node`) of the same state
     //! over random network changes, Dynamic UDN scope changes (gated networks), node writes,
