@@ -20,7 +20,7 @@ mod workload;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use support::{RunningZone, start_zone, zone_config};
+use support::{RunningZone, lean_zone_config, start_zone};
 use udn_ovsdb::testing::OvsdbServer;
 use udn_test_support::TestCluster;
 
@@ -81,7 +81,8 @@ impl Zone {
             self.running = Some(
                 start_zone(
                     cluster,
-                    zone_config(LOCAL),
+                    // What udn-controller runs with: the default lean settings.
+                    lean_zone_config(LOCAL),
                     self.nb.endpoint(),
                     self.sb.endpoint(),
                 )

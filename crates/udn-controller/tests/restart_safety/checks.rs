@@ -190,11 +190,14 @@ struct Expected {
     remote_alive: BTreeSet<String>,
 }
 
+/// `transit`: a remote node exists (the zone runs `--lean-transit-on-demand`, the default:
+/// without one a Layer3 network has no transit switch).
 fn network_names(
     prefix: &str,
     topology: Option<Topo>,
     primary: bool,
     local: bool,
+    transit: bool,
 ) -> [Vec<String>; 2] {
     let mut switches = Vec::new();
     let mut routers = Vec::new();
@@ -202,7 +205,9 @@ fn network_names(
     match topology {
         None | Some(Topo::Layer3) => {
             routers.push(format!("{prefix}ovn_cluster_router"));
-            switches.push(format!("{prefix}transit_switch"));
+            if transit {
+                switches.push(format!("{prefix}transit_switch"));
+            }
             if primary {
                 switches.push(format!("{prefix}join"));
             }
@@ -244,7 +249,9 @@ impl Expected {
             networks.push((def.prefix(), Some(def.topology), def.primary));
         }
         for (prefix, topology, primary) in &networks {
-            let [switches, routers] = network_names(prefix, *topology, *primary, local_alive);
+            let transit = !out.remote_alive.is_empty();
+            let [switches, routers] =
+                network_names(prefix, *topology, *primary, local_alive, transit);
             out.switches.extend(switches);
             out.routers.extend(routers);
             for base in [
