@@ -510,6 +510,8 @@ fn chassis_config(config: &Config, encap_ip: &str) -> ChassisConfig {
     chassis.openflow_probe = u64::from(config.openflow_probe);
     chassis.monitor_all = config.monitor_all;
     chassis.lflow_cache_enable = config.enable_lflow_cache;
+    chassis.lflow_cache_limit = Some(config.lflow_cache_limit);
+    chassis.lflow_cache_limit_kb = Some(config.lflow_cache_limit_kb);
     chassis.ofctrl_wait_before_clear_ms = u64::from(config.ofctrl_wait_before_clear);
     chassis.ovn_remote = Some(config.ovn_remote.clone());
     if config.datapath_type == "netdev" {

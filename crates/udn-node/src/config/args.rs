@@ -94,6 +94,13 @@ pub struct NodeArgs {
     /// ovn-controller's logical flow cache (`ovn-enable-lflow-cache`).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub enable_lflow_cache: bool,
+    /// Most logical flow cache entries (`ovn-limit-lflow-cache`; 0: ovn-controller's default).
+    #[arg(long, value_name = "ENTRIES", default_value_t = 0)]
+    pub lflow_cache_limit: u64,
+    /// Most logical flow cache memory in KiB (`ovn-memlimit-lflow-cache-kb`; 0:
+    /// ovn-controller's default).
+    #[arg(long, value_name = "KB", default_value_t = 0)]
+    pub lflow_cache_limit_kb: u64,
     /// `ovn-ofctrl-wait-before-clear` in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub ofctrl_wait_before_clear: u32,

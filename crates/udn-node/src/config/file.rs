@@ -28,6 +28,18 @@ const SETTINGS: &[(&str, &str, &str, Kind)] = &[
     ),
     (
         "default",
+        "lflow-cache-limit",
+        "lflow-cache-limit",
+        Kind::Value,
+    ),
+    (
+        "default",
+        "lflow-cache-limit-kb",
+        "lflow-cache-limit-kb",
+        Kind::Value,
+    ),
+    (
+        "default",
         "ofctrl-wait-before-clear",
         "ofctrl-wait-before-clear",
         Kind::Value,
@@ -290,6 +302,19 @@ mod tests {
             ]
         );
         assert_eq!(out.ignored, ["gateway.nodeport"]);
+    }
+
+    #[test]
+    fn the_lflow_cache_limits_are_read() {
+        let file =
+            IniFile::parse("[default]\nlflow-cache-limit=50000\nlflow-cache-limit-kb=102400\n")
+                .unwrap();
+        let out = flags(&file, "f.conf").unwrap();
+        assert_eq!(
+            out.args,
+            ["--lflow-cache-limit=50000", "--lflow-cache-limit-kb=102400"]
+        );
+        assert!(out.ignored.is_empty());
     }
 
     #[test]

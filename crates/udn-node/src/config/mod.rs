@@ -106,6 +106,10 @@ pub struct Config {
     pub monitor_all: bool,
     /// `--enable-lflow-cache`.
     pub enable_lflow_cache: bool,
+    /// `--lflow-cache-limit` (0: unset).
+    pub lflow_cache_limit: u64,
+    /// `--lflow-cache-limit-kb` (0: unset).
+    pub lflow_cache_limit_kb: u64,
     /// `--ofctrl-wait-before-clear`.
     pub ofctrl_wait_before_clear: u32,
 }
@@ -172,6 +176,8 @@ impl Config {
             openflow_probe: args.openflow_probe,
             monitor_all: args.monitor_all,
             enable_lflow_cache: args.enable_lflow_cache,
+            lflow_cache_limit: args.lflow_cache_limit,
+            lflow_cache_limit_kb: args.lflow_cache_limit_kb,
             ofctrl_wait_before_clear: args.ofctrl_wait_before_clear,
         })
     }
