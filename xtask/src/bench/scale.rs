@@ -63,7 +63,7 @@ pub struct Options {
 }
 
 /// The control plane's figures.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ControlPlane {
     /// Seconds to create every object (before cluster-manager starts).
     pub create_s: f64,
@@ -238,6 +238,161 @@ fn spawn_cluster_manager(
     ))
 }
 
+/// What the phases share: sizes, binaries, the API server, where logs go.
+struct Bench<'a> {
+    options: &'a Options,
+    bins: Binaries,
+    sim: &'a SimServer,
+    logs: std::path::PathBuf,
+    dir: std::path::PathBuf,
+}
+
+impl Bench<'_> {
+    /// A component's log file.
+    fn log(&self, name: &str) -> std::path::PathBuf {
+        let plan = self.options.plan;
+        self.logs.join(format!(
+            "scale-{}x{}x{}-{name}.log",
+            plan.networks, plan.nodes, plan.active_per_node
+        ))
+    }
+
+    /// Phase 1: the objects, then cluster-manager until converged; it keeps running.
+    async fn control_plane(
+        &self,
+        client: &kube::Client,
+    ) -> anyhow::Result<(ControlPlane, ChildGuard)> {
+        let plan = self.options.plan;
+        let created = Instant::now();
+        objects::create(client, &plan, &hosts(plan.nodes)?).await?;
+        let create_s = created.elapsed().as_secs_f64();
+        say(&format!("objects created in {create_s:.2} s"));
+        let cm_log = self.log("cluster-manager");
+        let cm = spawn_cluster_manager(&self.bins.cluster_manager, &self.sim.kubeconfig, &cm_log)?;
+        let started = Instant::now();
+        let expected = expected(&plan);
+        let state = scale_cm::wait(
+            client,
+            plan.networks,
+            &expected,
+            started,
+            self.options.deadline,
+        )
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "{e:#}\ncluster-manager log tail:\n{}",
+                log_tail(&cm_log, 20)
+            )
+        })?;
+        let rss_mb = peak_rss_mb(cm.pid()).unwrap_or(f64::NAN);
+        let gated = state.gated(&expected);
+        let (mean, max) = state.per_node();
+        say(&format!(
+            "cluster-manager converged at {:.2} s, peak RSS {rss_mb:.1} MiB; node1 carries {} networks, per node mean {mean:.1} max {max}; gated: {gated}",
+            state.converge_s,
+            state.networks.get(ZONE).map_or(0, BTreeSet::len),
+        ));
+        let figures = ControlPlane {
+            create_s,
+            state,
+            rss_mb,
+            rss_end_mb: f64::NAN,
+            gated,
+        };
+        Ok((figures, cm))
+    }
+
+    /// Phase 2: node1's zone upstream-shaped, then (fresh) with the defaults, one at a time;
+    /// the default one keeps running.
+    async fn zones(
+        &self,
+        client: &kube::Client,
+        networks: usize,
+        pods: usize,
+    ) -> anyhow::Result<(ZoneFigures, LiveZone)> {
+        let mut upstream: Option<ZoneFigures> = None;
+        for (label, args, name) in [
+            (
+                "upstream-shaped",
+                UPSTREAM_SHAPE_ARGS,
+                "controller-upstream",
+            ),
+            ("default", &[][..], "controller-default"),
+        ] {
+            let log = self.log(name);
+            let _ = std::fs::remove_file(&log);
+            let setup = ZoneSetup {
+                controller: self.bins.controller.clone(),
+                kubeconfig: self.sim.kubeconfig.clone(),
+                log: log.clone(),
+                deadline: self.options.deadline,
+            };
+            let run = ZoneRun {
+                label,
+                extra_args: args,
+                networks,
+                pods,
+            };
+            let zone = run_zone(client, &setup, run)
+                .await
+                .map_err(|e| anyhow!("{e:#}\ncontroller log tail:\n{}", log_tail(&log, 20)))?;
+            say(&zone_line(&zone.figures));
+            match upstream.take() {
+                None => upstream = Some(zone.figures.clone()),
+                Some(first) => return Ok((first, zone)),
+            }
+        }
+        Err(anyhow!("the zone runs did not both run"))
+    }
+
+    /// Phase 3: the new network's first pod on node1, in `zone`.
+    async fn pod(&self, client: &kube::Client, zone: &LiveZone) -> anyhow::Result<PodReady> {
+        let setup = PodSetup {
+            agent: self.bins.agent.clone(),
+            cni: self.bins.cni.clone(),
+            api: self.sim.address,
+            dir: self.dir.join("pod"),
+            log: self.log("node"),
+            deadline: self.options.deadline,
+        };
+        let pod = new_network_pod(client, zone, &setup)
+            .await
+            .map_err(|e| anyhow!("{e:#}\nudn-node log tail:\n{}", log_tail(&setup.log, 20)))?;
+        say(&format!(
+            "new network's first pod on node1: Ready {:.2} s after its creation (annotated {:.2} s, CNI ADD {:.2} s); its NAD {:.2} s after the UDN",
+            pod.ready_s, pod.annotated_s, pod.cni_s, pod.udn_to_nad_s
+        ));
+        Ok(pod)
+    }
+
+    /// The three phases.
+    async fn run(&self, figures: &mut Figures) -> anyhow::Result<()> {
+        let client = self.sim.client().await?;
+        install_crds(&client).await?;
+        let (cm_figures, mut cm) = self.control_plane(&client).await?;
+        figures.node1_networks = cm_figures.state.networks.get(ZONE).map_or(0, BTreeSet::len);
+        figures.cm = cm_figures;
+        if figures.node1_networks > ZONE_LIMIT {
+            let reason = format!(
+                "cluster-manager gave node1 {} networks (more than {ZONE_LIMIT}): Dynamic UDN gating is not in effect, and a zone of that many networks does not fit this machine",
+                figures.node1_networks
+            );
+            say(&format!("zone runs skipped: {reason}"));
+            figures.skipped = Some(reason);
+            return Ok(());
+        }
+        let (upstream, lean) = self
+            .zones(&client, figures.node1_networks, figures.active)
+            .await?;
+        figures.zones = Some((upstream, lean.figures.clone()));
+        figures.pod = Some(self.pod(&client, &lean).await?);
+        cm.ensure_running("udn-cluster-manager")?;
+        figures.cm.rss_end_mb = status_mib(cm.pid(), "VmRSS").unwrap_or(f64::NAN);
+        Ok(())
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
     let plan = options.plan;
@@ -248,11 +403,13 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
     std::fs::create_dir_all(&dir).context("creating the work directory")?;
     let logs = root.join("target/bench-logs");
     std::fs::create_dir_all(&logs).context("creating target/bench-logs")?;
-    let log = |name: &str| {
-        logs.join(format!(
-            "scale-{}x{}x{}-{name}.log",
-            plan.networks, plan.nodes, plan.active_per_node
-        ))
+    let sim = SimServer::start(&bins.sim, &dir)?;
+    let bench = Bench {
+        options,
+        bins,
+        sim: &sim,
+        logs,
+        dir: dir.clone(),
     };
     let active = plan.active_on(0).len();
     say(&format!(
@@ -260,125 +417,31 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<Figures> {
         plan.networks,
         plan.nodes,
         plan.pods(),
-        log("*").display()
+        bench.log("*").display()
     ));
-    let sim = SimServer::start(&bins.sim, &dir)?;
+    let mut figures = Figures {
+        plan,
+        cm: ControlPlane::default(),
+        active,
+        node1_networks: 0,
+        zones: None,
+        pod: None,
+        skipped: None,
+        source,
+        load: (load_before, f64::NAN),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    let figures = runtime.block_on(async {
-        let client = sim.client().await?;
-        install_crds(&client).await?;
-        let created = Instant::now();
-        objects::create(&client, &plan, &hosts(plan.nodes)?).await?;
-        let create_s = created.elapsed().as_secs_f64();
-        say(&format!("objects created in {create_s:.2} s"));
-        let cm_log = log("cluster-manager");
-        let mut cm = spawn_cluster_manager(&bins.cluster_manager, &sim.kubeconfig, &cm_log)?;
-        let started = Instant::now();
-        let expected = expected(&plan);
-        let state = scale_cm::wait(&client, plan.networks, &expected, started, options.deadline)
-            .await
-            .map_err(|e| anyhow!("{e:#}\ncluster-manager log tail:\n{}", log_tail(&cm_log, 20)))?;
-        cm.ensure_running("udn-cluster-manager")?;
-        let rss_mb = peak_rss_mb(cm.pid()).unwrap_or(f64::NAN);
-        let gated = state.gated(&expected);
-        let node1_networks = state.networks.get(ZONE).map_or(0, BTreeSet::len);
-        let (mean, max) = state.per_node();
-        say(&format!(
-            "cluster-manager converged at {:.2} s, peak RSS {rss_mb:.1} MiB; node1 carries {node1_networks} networks ({active} with pods there), per node mean {mean:.1} max {max}; gated: {gated}",
-            state.converge_s
-        ));
-        let mut cm_figures = ControlPlane {
-            create_s,
-            state,
-            rss_mb,
-            rss_end_mb: f64::NAN,
-            gated,
-        };
-        let mut figures = Figures {
-            plan,
-            cm: cm_figures.clone(),
-            active,
-            node1_networks,
-            zones: None,
-            pod: None,
-            skipped: None,
-            source: source.clone(),
-            load: (load_before, f64::NAN),
-        };
-        if node1_networks > ZONE_LIMIT {
-            figures.skipped = Some(format!(
-                "cluster-manager gave node1 {node1_networks} networks (more than {ZONE_LIMIT}): Dynamic UDN gating is not in effect, and a zone of that many networks does not fit this machine"
-            ));
-            say(&format!("zone runs skipped: {}", figures.skipped.as_deref().unwrap_or_default()));
-            return Ok(figures);
-        }
-        let setup = |name: &str| ZoneSetup {
-            controller: bins.controller.clone(),
-            kubeconfig: sim.kubeconfig.clone(),
-            log: log(name),
-            deadline: options.deadline,
-        };
-        let _ = std::fs::remove_file(log("controller-upstream"));
-        let _ = std::fs::remove_file(log("controller-default"));
-        // One zone at a time: the upstream-shaped one is gone before the default one starts.
-        let mut upstream: Option<ZoneFigures> = None;
-        let mut lean: Option<LiveZone> = None;
-        for (label, args, name) in [
-            ("upstream-shaped", UPSTREAM_SHAPE_ARGS, "controller-upstream"),
-            ("default", &[][..], "controller-default"),
-        ] {
-            let run = ZoneRun {
-                label,
-                extra_args: args,
-                networks: node1_networks,
-                pods: active,
-            };
-            let zone = run_zone(&client, &setup(name), run)
-                .await
-                .map_err(|e| anyhow!("{e:#}\ncontroller log tail:\n{}", log_tail(&log(name), 20)))?;
-            say(&zone_line(&zone.figures));
-            if upstream.is_none() {
-                upstream = Some(zone.figures.clone());
-            } else {
-                lean = Some(zone);
-            }
-        }
-        let upstream = upstream.ok_or_else(|| anyhow!("no upstream-shaped zone"))?;
-        let lean = lean.ok_or_else(|| anyhow!("no default zone"))?;
-        let pod_setup = PodSetup {
-            agent: bins.agent.clone(),
-            cni: bins.cni.clone(),
-            api: sim.address,
-            dir: dir.join("pod"),
-            log: log("node"),
-            deadline: options.deadline,
-        };
-        let pod = new_network_pod(&client, &lean, &pod_setup)
-            .await
-            .map_err(|e| anyhow!("{e:#}\nudn-node log tail:\n{}", log_tail(&log("node"), 20)))?;
-        say(&format!(
-            "new network's first pod on node1: Ready {:.2} s after its creation (annotated {:.2} s, CNI ADD {:.2} s); its NAD {:.2} s after the UDN",
-            pod.ready_s, pod.annotated_s, pod.cni_s, pod.udn_to_nad_s
-        ));
-        cm.ensure_running("udn-cluster-manager")?;
-        cm_figures.rss_end_mb = status_mib(cm.pid(), "VmRSS").unwrap_or(f64::NAN);
-        figures.cm = cm_figures;
-        figures.zones = Some((upstream, lean.figures.clone()));
-        figures.pod = Some(pod);
-        drop(lean);
-        Ok::<_, anyhow::Error>(figures)
-    })?;
+    runtime.block_on(bench.run(&mut figures))?;
     drop(runtime);
+    drop(bench);
     drop(sim);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(Figures {
-        load: (load_before, load_average()),
-        ..figures
-    })
+    figures.load.1 = load_average();
+    Ok(figures)
 }
 
 /// Runs, prints and records in `docs/benchmarks.md` (section `scale-<N>x<M>x<A>`).
