@@ -1,8 +1,9 @@
 //! A new network's first pod on node1 to the pod Ready, in the scale bench's live zone.
 //!
 //! `udn-node` (release, Dynamic UDN on) starts in node1's netns as the sandbox runs it
-//! (the API server reached through a forwarder), and the zone settles (NB quiet, `hv_cfg`
-//! caught up). Then a namespace with a primary Layer3 UDN is created and the bench waits
+//! (the API server reached through a forwarder); the bench waits until it is done with the
+//! node's networks (its log shows a gateway bridge sync and then stays quiet for 5 s) and
+//! the zone settled (NB quiet, `hv_cfg` caught up). Then a namespace with a primary Layer3 UDN is created and the bench waits
 //! for its NAD's network ID (cluster-manager). The clock starts when the pod (bound to
 //! node1) is created: cluster-manager sees node1 active for the network and gives it a host
 //! subnet, udn-controller renders the network in node1's zone and annotates the pod, and
@@ -46,6 +47,9 @@ const SANDBOX: &str = "5ca1e0000000000000000000000000000000000000000000000000000
 pub struct PodReady {
     /// udn-node's start until its CNI config was written.
     pub agent_ready_s: f64,
+    /// udn-node's start until its last log line before it was quiet (done with the node's
+    /// networks: management ports, routes, gateway bridge flows).
+    pub agent_settled_s: f64,
     /// The zone settling after it (NB quiet, `hv_cfg`).
     pub settle_s: f64,
     /// UDN created to its NAD with a network ID.
@@ -162,6 +166,40 @@ async fn wait_agent(
     Ok(())
 }
 
+/// The agent's log line of a full gateway bridge sync (done with every network's flows).
+const GATEWAY_SYNCED: &str = "gateway bridge synced";
+/// How long the agent's log must not grow for it to count as idle.
+const AGENT_QUIET: Duration = Duration::from_secs(5);
+
+/// Waits until the agent's log shows a gateway bridge sync and then stops growing for
+/// [`AGENT_QUIET`]; returns when it last grew, seconds from `started`.
+async fn wait_agent_settled(
+    agent: &mut ChildGuard,
+    log: &Path,
+    started: Instant,
+    deadline: Duration,
+) -> anyhow::Result<f64> {
+    let mut size = 0;
+    let mut grew = Instant::now();
+    let mut synced = false;
+    loop {
+        agent.ensure_running("udn-node")?;
+        let now = std::fs::metadata(log).map_or(0, |m| m.len());
+        if now != size {
+            size = now;
+            grew = Instant::now();
+            synced = synced
+                || std::fs::read_to_string(log).is_ok_and(|text| text.contains(GATEWAY_SYNCED));
+        } else if synced && grew.elapsed() >= AGENT_QUIET {
+            return Ok(grew.saturating_duration_since(started).as_secs_f64());
+        }
+        if started.elapsed() > deadline {
+            bail!("udn-node still busy after {} s", deadline.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Creates the new network and waits for its NAD's network ID; seconds it took.
 async fn new_network(client: &Client, deadline: Duration) -> anyhow::Result<f64> {
     let pp = PostParams::default();
@@ -269,6 +307,8 @@ pub async fn new_network_pod(
     let (mut agent, _forwarder, settings) = start_agent(zone, setup)?;
     wait_agent(&mut agent, &settings, setup.deadline).await?;
     let agent_ready_s = started.elapsed().as_secs_f64();
+    let agent_settled_s =
+        wait_agent_settled(&mut agent, &setup.log, started, setup.deadline).await?;
     let settle_s = settle(&zone.view, setup.deadline).await?;
     let udn_to_nad_s = new_network(client, setup.deadline).await?;
     let netns = Netns::add(format!("{}-scale-new", zone.lab.prefix()))?;
@@ -308,6 +348,7 @@ pub async fn new_network_pod(
     drop(netns);
     Ok(PodReady {
         agent_ready_s,
+        agent_settled_s,
         settle_s,
         udn_to_nad_s,
         annotated_s,

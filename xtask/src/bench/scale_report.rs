@@ -156,7 +156,8 @@ pub fn body(f: &Figures, date: &str) -> String {
         let _ = writeln!(
             out,
             "New network, first pod on node1 (in the default zone): the release `udn-node` started in node1's netns as \
-             the sandbox runs it (Dynamic UDN on; ready in {agent:.1} s), and the zone settled (NB quiet, `hv_cfg` \
+             the sandbox runs it (Dynamic UDN on; CNI config written {agent:.1} s after its start, done with node1's networks \
+             at {settled:.1} s: its last log line before 5 s of quiet, after its gateway bridge sync), and the zone settled (NB quiet, `hv_cfg` \
              caught up: {settle:.1} s). A namespace with a primary Layer3 UDN was created; its NAD had its network \
              ID {nad:.2} s later. Then a pod bound to node1 was created and the bench acted as kubelet's runtime: \
              a netns, the real `ovn-k8s-cni-overlay` ADD (the agent waits for udn-controller's annotation, which \
@@ -168,6 +169,7 @@ pub fn body(f: &Figures, date: &str) -> String {
              | CNI ADD returned (its run: {cni:.2} s) | {add:.2} |\n\
              | **Ready written** | **{ready:.2}** |\n",
             agent = pod.agent_ready_s,
+            settled = pod.agent_settled_s,
             settle = pod.settle_s,
             nad = pod.udn_to_nad_s,
             ann = pod.annotated_s,
