@@ -57,6 +57,20 @@ pub struct ZoneEndpoints {
     pub ovs_rundir: PathBuf,
 }
 
+impl ZoneEndpoints {
+    /// What the components are told about a lab node's zone.
+    pub fn of_lab_node(node: &udn_ovn_lab::Node) -> Self {
+        Self {
+            node: node.name().to_owned(),
+            netns: node.netns().to_owned(),
+            nb_remote: node.nb_remote(),
+            sb_remote: node.sb_remote(),
+            ovs_remote: node.ovs_remote(),
+            ovs_rundir: node.ovs_rundir().to_path_buf(),
+        }
+    }
+}
+
 /// Where one node's agent keeps its CNI server and config, and what else it is told.
 #[derive(Debug, Clone)]
 pub struct AgentSettings {

@@ -83,12 +83,14 @@ impl Progress {
     }
 }
 
-enum Change {
+pub(super) enum Change {
     Nad(Box<Event<NetworkAttachmentDefinition>>),
     Node(Box<Event<Node>>),
 }
 
-fn changes(client: &Client) -> impl Stream<Item = Result<Change, watcher::Error>> + use<> {
+pub(super) fn changes(
+    client: &Client,
+) -> impl Stream<Item = Result<Change, watcher::Error>> + use<> {
     let config = watcher::Config::default();
     let nads = watcher::watcher(
         Api::<NetworkAttachmentDefinition>::all(client.clone()),

@@ -125,7 +125,11 @@ fn string<'r>(row: &'r udn_ovsdb::protocol::Row, column: &str) -> Option<&'r str
     }
 }
 
-fn map_get<'r>(row: &'r udn_ovsdb::protocol::Row, column: &str, key: &str) -> Option<&'r str> {
+pub(super) fn map_get<'r>(
+    row: &'r udn_ovsdb::protocol::Row,
+    column: &str,
+    key: &str,
+) -> Option<&'r str> {
     match row.get(column) {
         Some(Value::Map(pairs)) => pairs.iter().find_map(|(k, v)| match (k, v) {
             (Atom::String(k), Atom::String(v)) if k == key => Some(v.as_str()),

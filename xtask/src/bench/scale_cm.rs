@@ -13,10 +13,11 @@ use anyhow::{Context, bail};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
-use udn_api::dynamic_udn::networks_with_node_state;
 use udn_api::nad::NetworkAttachmentDefinition;
+
+use super::cluster_manager_watch::Change;
+use udn_api::dynamic_udn::networks_with_node_state;
 use udn_api::names::{ANNOTATION_NETWORK_ID, ANNOTATION_NODE_ID};
 
 /// How long nothing may change before the state counts as converged.
@@ -113,23 +114,11 @@ impl Progress {
     }
 }
 
-enum Change {
-    Nad(Box<Event<NetworkAttachmentDefinition>>),
-    Node(Box<Event<Node>>),
-}
-
 type Changes = std::pin::Pin<Box<dyn Stream<Item = Result<Change, watcher::Error>> + Send>>;
 
+/// NAD and node events, as the cluster-manager bench watches them.
 fn changes(client: &Client) -> Changes {
-    let config = watcher::Config::default();
-    let nads = watcher::watcher(
-        Api::<NetworkAttachmentDefinition>::all(client.clone()),
-        config.clone(),
-    )
-    .map(|e| e.map(|e| Change::Nad(Box::new(e))));
-    let nodes = watcher::watcher(Api::<Node>::all(client.clone()), config)
-        .map(|e| e.map(|e| Change::Node(Box::new(e))));
-    Box::pin(futures::stream::select(nads.boxed(), nodes.boxed()))
+    Box::pin(super::cluster_manager_watch::changes(client))
 }
 
 /// Waits until `nads` NADs carry their network ID and every node of `expected` carries its

@@ -17,13 +17,12 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use udn_ovn_lab::{Lab, LabConfig};
-use udn_ovsdb::protocol::{Atom, Value};
 use udn_sandbox::components::{self, ZoneEndpoints};
 
 use super::controller_figures::Footprint;
 use super::controller_launch::{footprint, local_host};
 use super::controller_objects::{NodeHost, ZONE, agent_annotations};
-use super::controller_zone::{Expect, Timeline, Watch, ZoneView};
+use super::controller_zone::{Expect, Timeline, Watch, ZoneView, map_get};
 use super::process::{ChildGuard, peak_rss_mb, status_mib};
 
 /// Dynamic UDN, for every component of the bench's control plane (upstream's default grace
@@ -106,15 +105,7 @@ pub struct LiveZone {
 
 /// The endpoints of the lab's node1 as the components are told them.
 pub fn zone_endpoints(lab: &Lab) -> anyhow::Result<ZoneEndpoints> {
-    let node = lab.node(ZONE)?;
-    Ok(ZoneEndpoints {
-        node: node.name().to_owned(),
-        netns: node.netns().to_owned(),
-        nb_remote: node.nb_remote(),
-        sb_remote: node.sb_remote(),
-        ovs_remote: node.ovs_remote(),
-        ovs_rundir: node.ovs_rundir().to_path_buf(),
-    })
+    Ok(ZoneEndpoints::of_lab_node(lab.node(ZONE)?))
 }
 
 /// Writes `host`'s node-agent annotations on its Node (merge patch).
@@ -133,16 +124,6 @@ pub async fn fresh_lab(client: &Client) -> anyhow::Result<(Lab, NodeHost)> {
     let host = local_host(&lab)?;
     annotate_agent(client, &host).await?;
     Ok((lab, host))
-}
-
-fn map_get<'r>(row: &'r udn_ovsdb::protocol::Row, column: &str, key: &str) -> Option<&'r str> {
-    match row.get(column) {
-        Some(Value::Map(pairs)) => pairs.iter().find_map(|(k, v)| match (k, v) {
-            (Atom::String(k), Atom::String(v)) if k == key => Some(v.as_str()),
-            _ => None,
-        }),
-        _ => None,
-    }
 }
 
 /// UDN networks with a logical router in NB.

@@ -18,14 +18,7 @@ pub(super) fn cluster_manager(config: &StackConfig, kubeconfig: &Path) -> Comman
 
 /// What the components are told about `node`'s zone.
 fn zone(node: &udn_ovn_lab::Node) -> ZoneEndpoints {
-    ZoneEndpoints {
-        node: node.name().to_owned(),
-        netns: node.netns().to_owned(),
-        nb_remote: node.nb_remote(),
-        sb_remote: node.sb_remote(),
-        ovs_remote: node.ovs_remote(),
-        ovs_rundir: node.ovs_rundir().to_path_buf(),
-    }
+    ZoneEndpoints::of_lab_node(node)
 }
 
 /// `udn-controller` for `node`'s zone.
